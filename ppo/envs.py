@@ -1,0 +1,77 @@
+"""Task ids and lock-step stepping of many gymnasium environments (one or more per run)."""
+from __future__ import annotations
+
+import re
+
+import gymnasium as gym
+import numpy as np
+
+from .config import ConfigError
+
+_VERSION = re.compile(r"-v(\d+)$")
+
+
+def check_task(task: str, source: str = "task") -> None:
+    """Refuse an id gymnasium does not know, or one without an explicit version."""
+    if not _VERSION.search(task):
+        raise ConfigError(f"{source}: task id {task!r} has no version suffix (e.g. 'Hopper-v5')")
+    if task not in gym.registry:
+        raise ConfigError(f"{source}: unknown task id {task!r} (not registered in gymnasium {gym.__version__})")
+
+
+def task_version(task: str) -> str:
+    match = _VERSION.search(task)
+    return f"v{match.group(1)}" if match else "unversioned"
+
+
+def task_name(task: str) -> str:
+    return _VERSION.sub("", task)
+
+
+class LockstepEnvs:
+    """N gymnasium environments stepped together with auto-reset in the same step.
+
+    A plain loop over ``gym.make`` environments: the task definitions (and their TimeLimit) are
+    gymnasium's own; on episode end the final observation is kept for time-limit bootstrapping and the
+    environment is reset at once, so ``obs`` is always the next observation to act on.
+    """
+
+    def __init__(self, task: str, seeds: list[int]):
+        self.envs = [gym.make(task, disable_env_checker=True) for _ in seeds]
+        space = self.envs[0].action_space
+        self.low, self.high = space.low.astype(np.float64), space.high.astype(np.float64)
+        self.act_dim = space.shape[0]
+        self.obs_dim = self.envs[0].observation_space.shape[0]
+        n = len(seeds)
+        self.obs = np.stack([env.reset(seed=int(s))[0] for env, s in zip(self.envs, seeds)]).astype(np.float64)
+        for env, s in zip(self.envs, seeds):
+            env.action_space.seed(int(s))
+        self.episode_return = np.zeros(n)
+        self.episode_length = np.zeros(n, dtype=np.int64)
+
+    def step(self, actions: np.ndarray):
+        """Step every env. Returns (rewards, terminated, truncated, final_obs, finished) where
+        ``final_obs`` maps env index -> last observation of an episode that just ended and
+        ``finished`` lists (env index, return, length) of those episodes."""
+        n = len(self.envs)
+        rewards = np.empty(n)
+        terminated = np.zeros(n, dtype=bool)
+        truncated = np.zeros(n, dtype=bool)
+        final_obs, finished = {}, []
+        for i, env in enumerate(self.envs):
+            obs, rew, term, trunc, _ = env.step(actions[i])
+            rewards[i] = rew
+            self.episode_return[i] += rew
+            self.episode_length[i] += 1
+            if term or trunc:
+                terminated[i], truncated[i] = term, trunc and not term
+                final_obs[i] = obs
+                finished.append((i, self.episode_return[i], int(self.episode_length[i])))
+                self.episode_return[i], self.episode_length[i] = 0.0, 0
+                obs, _ = env.reset()
+            self.obs[i] = obs
+        return rewards, terminated, truncated, final_obs, finished
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()

@@ -1,0 +1,67 @@
+"""Run records: parquet tables and a manifest of what produced them, written atomically."""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import pandas as pd
+
+from .config import PROJECT_ROOT
+
+EPISODE_COLUMNS = ["global_step", "episode_return", "episode_length", "wall_time"]
+PACKAGES = ["torch", "numpy", "gymnasium", "mujoco", "ale-py", "pandas", "pyarrow", "scipy", "snakemake"]
+
+
+def _atomic(path: Path, write) -> None:
+    """Write to a temporary sibling and rename: a killed job never leaves a file that looks complete."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def write_parquet(df: pd.DataFrame, path: Path) -> None:
+    _atomic(Path(path), lambda p: df.to_parquet(p, index=False))
+
+
+def write_json(obj: dict, path: Path) -> None:
+    _atomic(Path(path), lambda p: p.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str)))
+
+
+def package_versions() -> dict[str, str | None]:
+    out = {}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def git_state() -> dict[str, str | bool | None]:
+    """Commit of the code that ran and whether the work tree had uncommitted changes."""
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=10)
+    try:
+        head = git("rev-parse", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.TimeoutExpired):
+        return {"commit": None, "dirty": None}
+    if head.returncode != 0:
+        return {"commit": None, "dirty": None}
+    return {"commit": head.stdout.strip(), "dirty": bool(dirty.stdout.strip())}
+
+
+def host_info() -> dict[str, str | int | None]:
+    return {"hostname": socket.gethostname(), "platform": platform.platform(),
+            "python": sys.version.split()[0], "cpu_count": os.cpu_count()}

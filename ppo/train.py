@@ -1,0 +1,270 @@
+"""PPO for continuous control, for a *group* of independent runs trained in one process.
+
+Read top to bottom: set-up, then per update (1) collect a rollout, (2) advantages, (3) K epochs of
+minibatch updates of the surrogate objective, (4) adapt β and record. Every run in the group has its own
+seeds, environments, parameters, Adam state, normalizer and β; they share only the batched tensor
+operations, so a run's records do not depend on which runs share its group
+(tests/test_group_independence.py).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from torch.distributions import Normal, kl_divergence
+
+from . import records
+from .batched import GaussianActorCritic, per_run_grad_norm_clip
+from .config import PPOConfig
+from .envs import LockstepEnvs, task_version
+from .gae import gae
+from .normalizer import ObsNormalizer
+from .objective import adapt_beta, objective_terms
+
+
+@dataclass
+class RunSpec:
+    """One run: a task, a resolved config, a root seed, and where its records go."""
+
+    run_id: str
+    task: str
+    config: PPOConfig
+    seed: int
+    out_dir: Path | None = None  # None: keep records in memory only (tests, benchmarks)
+    meta: dict = field(default_factory=dict)  # study, variant, label, paper_row... copied to the manifest
+
+
+@dataclass
+class RunResult:
+    spec: RunSpec
+    episodes: pd.DataFrame
+    updates: pd.DataFrame
+    status: str  # "completed" | "diverged"
+    diverged_at_step: int | None
+    diverged_reason: str | None
+    derived_seeds: dict
+
+
+def derive_seeds(root: int, num_envs: int) -> dict:
+    """Independent streams from one root seed (numpy SeedSequence), recorded in the manifest."""
+    env_ss, init_ss, sample_ss = np.random.SeedSequence(root).spawn(3)
+    return {
+        "root": root,
+        "envs": [int(s) for s in env_ss.generate_state(num_envs, dtype=np.uint32)],
+        "init": int(init_ss.generate_state(1, dtype=np.uint64)[0] >> 1),
+        "sampling": int(sample_ss.generate_state(1, dtype=np.uint64)[0] >> 1),
+    }
+
+
+def per_run(values, fill: float) -> torch.Tensor:
+    return torch.tensor([fill if v is None else float(v) for v in values], dtype=torch.float32)
+
+
+def explained_variance(pred: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """1 − Var[target − pred] / Var[target], per row."""
+    var = target.var(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(var == 0, np.nan, 1 - (target - pred).var(axis=1) / var)
+
+
+def train_group(specs: list[RunSpec], log=print) -> list[RunResult]:
+    cfg = specs[0].config
+    task = specs[0].task
+    for s in specs:
+        if s.task != task or s.config.structural_key() != cfg.structural_key():
+            raise ValueError(f"run {s.run_id} cannot share a group with {specs[0].run_id}: "
+                             "task or non-objective settings differ")
+    G, E, T, M = len(specs), cfg.num_envs, cfg.horizon, cfg.minibatch_size
+    N, B = G * E, E * T  # actors in the group; samples per run per update
+    num_updates = math.ceil(cfg.total_steps / B)
+
+    # ---- set-up: per-run seeds, environments, networks, optimizer, normalizer, objective parameters
+    seeds = [derive_seeds(s.seed, E) for s in specs]
+    envs = LockstepEnvs(task, [env_seed for sd in seeds for env_seed in sd["envs"]])  # actor i -> run i // E
+    d, A = envs.obs_dim, envs.act_dim
+    init_gens = [torch.Generator().manual_seed(sd["init"]) for sd in seeds]
+    sample_gens = [torch.Generator().manual_seed(sd["sampling"]) for sd in seeds]
+    agent = GaussianActorCritic(d, A, cfg.hidden_sizes, cfg.init, cfg.log_std_init, init_gens)
+    params = list(agent.parameters())
+    optimizer = torch.optim.Adam(params, lr=cfg.learning_rate, eps=cfg.adam_eps)
+    normalizer = ObsNormalizer(G, d, cfg.obs_clip, cfg.obs_norm)
+    objectives = [s.config.objective for s in specs]
+    clip_eps = per_run([o.clip_epsilon for o in objectives], math.inf).view(G, 1)
+    beta = per_run([o.kl_beta for o in objectives], 0.0)
+    kl_target = per_run([o.kl_target for o in objectives], math.nan)
+    ent_coef = per_run([o.ent_coef for o in objectives], 0.0).view(G, 1)
+    bootstrap_time_limit = cfg.time_limit == "bootstrap"
+
+    obs_buf = np.zeros((T, N, d))
+    act_buf = torch.zeros(T, N, A)
+    rew_buf, val_buf, final_val_buf = np.zeros((T, N)), np.zeros((T, N)), np.zeros((T, N))
+    term_buf, trunc_buf, end_buf = np.zeros((T, N), bool), np.zeros((T, N), bool), np.zeros((T, N), bool)
+    episodes = [[] for _ in range(G)]
+    update_rows = [[] for _ in range(G)]
+    alive = np.ones(G, dtype=bool)
+    diverged = [(None, None)] * G
+    run_of_actor = np.arange(N) // E
+    start = time.perf_counter()
+
+    def to_runs(x):  # [T, N, ...] -> [G, T*E, ...]: each run's batch, sample index t*E + e
+        return x.reshape(T, G, E, *x.shape[2:]).swapaxes(0, 1).reshape(G, B, *x.shape[2:])
+
+    for update in range(num_updates):
+        t_update = time.perf_counter()
+        lr = cfg.learning_rate * (1 - update / num_updates if cfg.lr_schedule == "linear" else 1.0)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+
+        # ---- (1) rollout: all actors in lock-step; exploration noise drawn per run from its own stream
+        noise = torch.stack([torch.randn(T, E, A, generator=g) for g in sample_gens], dim=1)  # [T, G, E, A]
+        with torch.no_grad():
+            std = agent.log_std.exp()
+            for t in range(T):
+                obs_buf[t] = envs.obs
+                x = normalizer(torch.from_numpy(envs.obs).view(G, E, d))
+                action = agent.policy(x) + std * noise[t]
+                val_buf[t] = agent.value_of(x).view(N).numpy()
+                act_buf[t] = action.view(N, A)
+                env_action = np.nan_to_num(action.view(N, A).numpy().astype(np.float64))
+                if cfg.action_clip:
+                    env_action = np.clip(env_action, envs.low, envs.high)
+                rew_buf[t], term, trunc, final_obs, finished = envs.step(env_action)
+                term_buf[t], trunc_buf[t], end_buf[t] = term, trunc, term | trunc
+                if bootstrap_time_limit and trunc.any():
+                    # V of the final observation of a time-limited episode, batched over all actors
+                    final = envs.obs.copy()
+                    for i in np.flatnonzero(trunc):
+                        final[i] = final_obs[i]
+                    final_val_buf[t] = agent.value_of(normalizer(torch.from_numpy(final).view(G, E, d))).view(N).numpy()
+                global_step = (update * T + t + 1) * E
+                wall = time.perf_counter() - start
+                for i, ret, length in finished:
+                    if alive[run_of_actor[i]]:
+                        episodes[run_of_actor[i]].append((global_step, ret, length, wall))
+            last_value = agent.value_of(normalizer(torch.from_numpy(envs.obs).view(G, E, d))).view(N).numpy()
+        next_values = np.concatenate([val_buf[1:], last_value[None]])
+        if bootstrap_time_limit:
+            next_values = np.where(trunc_buf, final_val_buf, next_values)
+
+        # ---- (2) advantages: GAE over each actor's rollout
+        terminated = (term_buf if bootstrap_time_limit else end_buf).astype(np.float64)  # "terminal": time limits end value too
+        adv, returns = gae(rew_buf, val_buf, next_values, terminated, end_buf.astype(np.float64), cfg.gamma, cfg.gae_lambda)
+
+        # ---- (3) optimize: normalizer first (as ppo1), then π_old on the batch, then K epochs
+        raw_obs = to_runs(obs_buf)
+        normalizer.update(raw_obs)
+        x_all = normalizer(torch.from_numpy(raw_obs))
+        act_all = to_runs(act_buf)
+        adv_all = torch.from_numpy(to_runs(adv)).float()
+        ret_all = torch.from_numpy(to_runs(returns)).float()
+        if cfg.adv_norm == "batch":
+            adv_all = (adv_all - adv_all.mean(1, keepdim=True)) / (adv_all.std(1, correction=0, keepdim=True) + 1e-8)
+        with torch.no_grad():
+            old = agent.distribution(x_all)
+            old_logp = old.log_prob(act_all).sum(-1)
+            old_mean, old_std = old.mean, old.stddev
+
+        stats = torch.zeros(6, G)  # policy loss, value loss, entropy, approx kl, clip fraction, surrogate
+        n_minibatches = 0
+        rows = torch.arange(G).unsqueeze(1)
+        for epoch in range(cfg.epochs):
+            perm = torch.stack([torch.randperm(B, generator=g) for g in sample_gens])  # [G, B]
+            for lo in range(0, B, M):
+                idx = perm[:, lo:lo + M]
+                x, act, adv_mb = x_all[rows, idx], act_all[rows, idx], adv_all[rows, idx]
+                if cfg.adv_norm == "minibatch":
+                    adv_mb = (adv_mb - adv_mb.mean(1, keepdim=True)) / (adv_mb.std(1, keepdim=True) + 1e-8)
+                dist = agent.distribution(x)
+                logratio = dist.log_prob(act).sum(-1) - old_logp[rows, idx]
+                ratio = logratio.exp()
+                kl = kl_divergence(Normal(old_mean[rows, idx], old_std[rows, idx]), dist).sum(-1)
+                entropy = dist.entropy().sum(-1)
+                policy_loss, surr = objective_terms(ratio, adv_mb, kl, entropy, clip_eps, beta.view(G, 1), ent_coef)
+                value_loss = (agent.value_of(x) - ret_all[rows, idx]).square().mean(1)
+                # Summing over runs keeps them independent: d(sum)/d(run g's slice) = run g's gradient.
+                loss = policy_loss + cfg.vf_coef * value_loss
+                optimizer.zero_grad(set_to_none=False)
+                loss.sum().backward()
+                if cfg.max_grad_norm is not None:
+                    per_run_grad_norm_clip(params, cfg.max_grad_norm)
+                optimizer.step()
+                with torch.no_grad():
+                    stats += torch.stack([
+                        policy_loss, value_loss, entropy.mean(1), ((ratio - 1) - logratio).mean(1),
+                        ((ratio - 1).abs() > clip_eps).float().mean(1), surr])
+                n_minibatches += 1
+        stats /= n_minibatches
+
+        # ---- (4) β rule on the full-batch KL of this update, divergence check, records
+        with torch.no_grad():
+            batch_kl = kl_divergence(Normal(old_mean, old_std), agent.distribution(x_all)).sum(-1).mean(1)
+            finite = torch.stack([p.detach().isfinite().flatten(1).all(1) for p in params]).all(0)
+            finite &= stats.isfinite().all(0) & batch_kl.isfinite()
+        next_beta = adapt_beta(beta, batch_kl, kl_target)
+        ev = explained_variance(to_runs(val_buf), to_runs(returns))
+        seconds = time.perf_counter() - t_update
+        global_step = (update + 1) * B
+        for g in np.flatnonzero(alive):
+            update_rows[g].append({
+                "update": update, "global_step": global_step,
+                "policy_loss": stats[0, g].item(), "value_loss": stats[1, g].item(),
+                "entropy": stats[2, g].item(), "approx_kl": stats[3, g].item(),
+                "clipfrac": stats[4, g].item() if math.isfinite(clip_eps[g, 0]) else math.nan,
+                "surrogate": stats[5, g].item(), "kl": batch_kl[g].item(), "beta": beta[g].item(),
+                "explained_variance": float(ev[g]), "learning_rate": lr,
+                "log_std_mean": agent.log_std[g].mean().item(), "sps": B / seconds,
+                "wall_time": time.perf_counter() - start, "diverged": not bool(finite[g]),
+            })
+            if not finite[g]:
+                alive[g] = False
+                diverged[g] = (global_step, "non-finite loss, parameters or KL after update")
+                log(f"[{specs[g].run_id}] diverged at step {global_step}; recorded, the group goes on")
+        beta = next_beta
+        if update % 10 == 0 or update == num_updates - 1:
+            recent = [np.mean([e[1] for e in ep[-10:]]) if ep else math.nan for ep in episodes]
+            log(f"update {update + 1}/{num_updates} step {global_step} group of {G}: "
+                f"{G * B / seconds:,.0f} steps/s; mean recent return {np.nanmean(recent):.1f}")
+        if not alive.any():
+            break
+    envs.close()
+
+    results = []
+    for g, spec in enumerate(specs):
+        ep = pd.DataFrame(episodes[g], columns=records.EPISODE_COLUMNS)
+        ep = ep.astype({"global_step": "int64", "episode_length": "int64"})
+        status = "completed" if alive[g] else "diverged"
+        result = RunResult(spec, ep, pd.DataFrame(update_rows[g]), status, *diverged[g], seeds[g])
+        if spec.out_dir is not None:
+            write_run(result, agent, normalizer, g, group=[s.run_id for s in specs],
+                      wall_seconds=time.perf_counter() - start)
+        results.append(result)
+    return results
+
+
+def write_run(result: RunResult, agent, normalizer: ObsNormalizer, g: int, group: list[str],
+              wall_seconds: float) -> None:
+    """Parquet tables, final model and normalizer, then the manifest (last: its presence means complete)."""
+    spec, out = result.spec, Path(result.spec.out_dir)
+    records.write_parquet(result.episodes, out / "episodes.parquet")
+    records.write_parquet(result.updates, out / "updates.parquet")
+    model = {name: p[g].detach().clone() for name, p in agent.named_parameters()}
+    records._atomic(out / "model.pt", lambda p: torch.save({"params": model, "obs_norm": normalizer.state(g)}, p))
+    manifest = {
+        "run_id": spec.run_id, "task": spec.task, "env_version": task_version(spec.task),
+        "seed": spec.seed, "derived_seeds": result.derived_seeds, "status": result.status,
+        "diverged_at_step": result.diverged_at_step, "diverged_reason": result.diverged_reason,
+        "total_steps": spec.config.total_steps, "config": spec.config.to_dict(),
+        "n_episodes": len(result.episodes), "group": group, "wall_seconds": wall_seconds,
+        "torch_threads": torch.get_num_threads(), "packages": records.package_versions(),
+        "git": records.git_state(), "host": records.host_info(),
+        "env_protocol": {"id": spec.task, "made_with": "gymnasium.make(id, disable_env_checker=True)",
+                         "time_limit_handling": spec.config.time_limit,
+                         "action_clip": spec.config.action_clip},
+        **spec.meta,
+    }
+    records.write_json(manifest, out / "manifest.json")
