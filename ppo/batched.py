@@ -76,7 +76,8 @@ class GaussianActorCritic(nn.Module):
     def distribution(self, obs: torch.Tensor) -> Normal:
         """Action distribution for obs [G, B, obs_dim]; event dims are summed by the caller."""
         mean = self.policy(obs)
-        return Normal(mean, self.log_std.exp().expand_as(mean))
+        # No argument validation: a diverged run (NaN parameters) must be recorded, not raise.
+        return Normal(mean, self.log_std.exp().expand_as(mean), validate_args=False)
 
     def value_of(self, obs: torch.Tensor) -> torch.Tensor:
         return self.value(obs).squeeze(-1)

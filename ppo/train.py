@@ -112,7 +112,10 @@ def train_group(specs: list[RunSpec], log=print) -> list[RunResult]:
     start = time.perf_counter()
 
     def to_runs(x):  # [T, N, ...] -> [G, T*E, ...]: each run's batch, sample index t*E + e
-        return x.reshape(T, G, E, *x.shape[2:]).swapaxes(0, 1).reshape(G, B, *x.shape[2:])
+        # Contiguous on purpose: a reduction over a strided row sums in another order than over a
+        # contiguous one, and the memory layout would then depend on the group size.
+        x = x.reshape(T, G, E, *x.shape[2:]).swapaxes(0, 1).reshape(G, B, *x.shape[2:])
+        return x.contiguous() if isinstance(x, torch.Tensor) else np.ascontiguousarray(x)
 
     for update in range(num_updates):
         t_update = time.perf_counter()
@@ -182,7 +185,7 @@ def train_group(specs: list[RunSpec], log=print) -> list[RunResult]:
                 dist = agent.distribution(x)
                 logratio = dist.log_prob(act).sum(-1) - old_logp[rows, idx]
                 ratio = logratio.exp()
-                kl = kl_divergence(Normal(old_mean[rows, idx], old_std[rows, idx]), dist).sum(-1)
+                kl = kl_divergence(Normal(old_mean[rows, idx], old_std[rows, idx], validate_args=False), dist).sum(-1)
                 entropy = dist.entropy().sum(-1)
                 policy_loss, surr = objective_terms(ratio, adv_mb, kl, entropy, clip_eps, beta.view(G, 1), ent_coef)
                 value_loss = (agent.value_of(x) - ret_all[rows, idx]).square().mean(1)
@@ -202,7 +205,7 @@ def train_group(specs: list[RunSpec], log=print) -> list[RunResult]:
 
         # ---- (4) β rule on the full-batch KL of this update, divergence check, records
         with torch.no_grad():
-            batch_kl = kl_divergence(Normal(old_mean, old_std), agent.distribution(x_all)).sum(-1).mean(1)
+            batch_kl = kl_divergence(Normal(old_mean, old_std, validate_args=False), agent.distribution(x_all)).sum(-1).mean(1)
             finite = torch.stack([p.detach().isfinite().flatten(1).all(1) for p in params]).all(0)
             finite &= stats.isfinite().all(0) & batch_kl.isfinite()
         next_beta = adapt_beta(beta, batch_kl, kl_target)

@@ -1,0 +1,189 @@
+"""Learning curves on a common grid, averaged over seeds with a bootstrap band.
+
+Resampling rule (chosen so a point is always defined once a run has finished an
+episode, whatever the episode lengths): the value of a run at grid point ``g`` is the
+mean return of its last ``smooth`` (default 10) episodes that ended at or before ``g``
+(fewer if it has fewer). It is a step function: no interpolation. It is NaN before the
+run's first finished episode and after the run's end, where the end is the divergence
+step for a diverged run, ``total_steps`` otherwise (x = steps), or the last episode's
+``wall_time`` (x = wall time). Each task gets its own grid of ``n_points`` values from
+0 to the largest end among its runs. Per (task, variant, grid point) the curve is the
+mean over the runs that have a value there, with a percentile bootstrap band over them.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from analysis.stats import bootstrap_ci_columns
+
+AXES = {"global_step": "environment steps", "wall_time": "wall-clock time (s)"}
+
+
+def run_curve(
+    x: np.ndarray, returns: np.ndarray, grid: np.ndarray, smooth: int = 10, end: float = math.inf
+) -> np.ndarray:
+    """One run's curve: mean of the last ``smooth`` returns with ``x <= g`` for each ``g``."""
+    if smooth < 1:
+        raise ValueError(f"smooth must be >= 1, got {smooth}")
+    order = np.argsort(x, kind="stable")
+    x = np.asarray(x, dtype=float)[order]
+    returns = np.asarray(returns, dtype=float)[order]
+    csum = np.concatenate([[0.0], np.cumsum(returns)])
+    last = np.searchsorted(x, grid, side="right")  # episodes counted at each grid point
+    first = np.maximum(last - smooth, 0)
+    count = last - first
+    with np.errstate(invalid="ignore", divide="ignore"):
+        values = (csum[last] - csum[first]) / count
+    values[count == 0] = np.nan
+    values[np.asarray(grid) > end] = np.nan
+    return values
+
+
+def _run_end(axis: str, manifest: pd.Series, run_x: np.ndarray) -> float:
+    """Where a run's curve stops: divergence step, total_steps, or last episode time."""
+    if axis == "wall_time":
+        return float(run_x.max()) if run_x.size else 0.0
+    diverged_at = manifest.get("diverged_at_step")
+    if manifest.get("status") == "diverged" and diverged_at is not None and not pd.isna(diverged_at):
+        return float(diverged_at)
+    total = manifest.get("total_steps")
+    if total is not None and not pd.isna(total):
+        return float(total)
+    return float(run_x.max()) if run_x.size else 0.0
+
+
+def resample_runs(
+    episodes: pd.DataFrame,
+    manifests: pd.DataFrame,
+    x: str = "global_step",
+    n_points: int = 100,
+    smooth: int = 10,
+) -> pd.DataFrame:
+    """Every run's curve on its task's grid, long format (one row per run and grid point)."""
+    if x not in AXES:
+        raise ValueError(f"x must be one of {sorted(AXES)}, got {x!r}")
+    finite = episodes[np.isfinite(episodes["episode_return"].to_numpy(dtype=float))]
+    by_run = {run_id: g for run_id, g in finite.groupby("run_id", sort=False)}
+    empty = finite.iloc[0:0]
+    frames = []
+    for task, runs in manifests.groupby("task", sort=True):
+        ends = {
+            row["run_id"]: _run_end(x, row, by_run.get(row["run_id"], empty)[x].to_numpy(dtype=float))
+            for _, row in runs.iterrows()
+        }
+        grid = np.linspace(0.0, max(ends.values()), n_points)
+        for _, row in runs.iterrows():
+            eps = by_run.get(row["run_id"], empty)
+            values = run_curve(
+                eps[x].to_numpy(dtype=float), eps["episode_return"].to_numpy(dtype=float),
+                grid, smooth, ends[row["run_id"]],
+            )
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "task": task,
+                        "variant": row["variant"],
+                        "variant_label": row["variant_label"],
+                        "run_id": row["run_id"],
+                        "seed": row["seed"],
+                        x: grid,
+                        "value": values,
+                    }
+                )
+            )
+    return pd.concat(frames, ignore_index=True)
+
+
+def aggregate_curves(
+    per_run: pd.DataFrame, n_resamples: int = 2_000, confidence: float = 0.95, seed: int = 0
+) -> pd.DataFrame:
+    """Mean over runs per (task, variant, grid point) with a percentile bootstrap band."""
+    x = next(c for c in AXES if c in per_run.columns)
+    frames = []
+    for (task, variant), group in per_run.groupby(["task", "variant"], sort=True):
+        matrix = group.pivot(index="run_id", columns=x, values="value")
+        means, low, high = bootstrap_ci_columns(matrix.to_numpy(), n_resamples, confidence, seed)
+        frames.append(
+            pd.DataFrame(
+                {
+                    "task": task,
+                    "variant": variant,
+                    "variant_label": group["variant_label"].iloc[0],
+                    x: matrix.columns.to_numpy(dtype=float),
+                    "mean": means,
+                    "ci_low": low,
+                    "ci_high": high,
+                    "n_runs": matrix.notna().sum(axis=0).to_numpy(),
+                }
+            )
+        )
+    return pd.concat(frames, ignore_index=True)
+
+
+def learning_curves(
+    episodes: pd.DataFrame,
+    manifests: pd.DataFrame,
+    x: str = "global_step",
+    n_points: int = 100,
+    smooth: int = 10,
+    n_resamples: int = 2_000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Seed-averaged learning curves with bootstrap bands (see module docstring)."""
+    per_run = resample_runs(episodes, manifests, x, n_points, smooth)
+    return aggregate_curves(per_run, n_resamples, confidence, seed)
+
+
+def _plot(curves: pd.DataFrame, path: str | Path, x: str, title: str) -> Path:
+    """One panel per task, one line per variant with its band; saved with Agg."""
+    if x not in curves.columns:
+        raise ValueError(f"curves have no {x!r} column; compute them with x={x!r}")
+    tasks = sorted(curves["task"].unique())
+    variants = sorted(curves["variant"].unique())
+    labels = curves.groupby("variant")["variant_label"].first()
+    colors = dict(zip(variants, sns.color_palette("husl" if len(variants) > 10 else "tab10", len(variants))))
+    ncols = min(4, len(tasks))
+    nrows = math.ceil(len(tasks) / ncols)
+    with sns.axes_style("whitegrid"):
+        fig = Figure(figsize=(4.2 * ncols, 3.2 * nrows + 0.9), layout="constrained")
+        FigureCanvasAgg(fig)
+        axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    for ax, task in zip(axes, tasks):
+        for variant in variants:
+            line = curves[(curves["task"] == task) & (curves["variant"] == variant)]
+            if line.empty:
+                continue
+            ax.plot(line[x], line["mean"], color=colors[variant], lw=1.4, label=labels[variant])
+            ax.fill_between(line[x], line["ci_low"], line["ci_high"], color=colors[variant], alpha=0.2, lw=0)
+        ax.set_title(task)
+        ax.set_xlabel(AXES[x])
+        ax.set_ylabel("episode return")
+    for ax in axes[len(tasks):]:
+        ax.set_visible(False)
+    handles = [Line2D([], [], color=colors[v], lw=2, label=labels[v]) for v in variants]
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(4, len(variants)), fontsize="small")
+    fig.suptitle(title)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    return path
+
+
+def plot_curves(curves: pd.DataFrame, path: str | Path) -> Path:
+    """Learning curves over environment steps (curves computed with x='global_step')."""
+    return _plot(curves, path, "global_step", "Mean over seeds of the last-10-episode return, 95% bootstrap band")
+
+
+def plot_curves_walltime(curves: pd.DataFrame, path: str | Path) -> Path:
+    """Learning curves over wall-clock time (curves computed with x='wall_time')."""
+    return _plot(curves, path, "wall_time", "Return vs wall-clock time, mean over seeds, 95% bootstrap band")

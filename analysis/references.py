@@ -1,0 +1,164 @@
+"""Our per-task scores for one variant beside other published PPO numbers.
+
+The published numbers use other env versions, budgets and metrics (SOURCES.md Flag 8),
+so every reference row carries a ``comparable`` note spelling out the differences; the
+metric is derived from the row's own source/note text, never assumed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.stats import bootstrap_ci, mean
+
+REFERENCE_COLUMNS = ["source", "env", "env_version", "algo", "steps", "mean", "std", "n_seeds", "note"]
+_VERSION = re.compile(r"-v\d+$")
+_PPO = re.compile(r"(?<![a-z])ppo", re.IGNORECASE)
+
+# (where to look, lower-case phrase, label); first match wins. Rows whose text states
+# the metric come first, then source-level rules (cleanrl / openrlbenchmark pages all
+# use the rlops last-100 pipeline even where a row's note does not repeat it).
+_METRIC_RULES: list[tuple[str, str, str]] = [
+    ("note", "max over", "max-over-training eval"),
+    ("note", "single training run", "single-run final-agent eval"),
+    ("source", "zoo", "single-run final-agent eval"),
+    ("note", "bootstrap mean", "bootstrap mean of final return, window not stated"),
+    ("note", "last 100", "last-100 training episodes"),
+    ("note", "last-100", "last-100 training episodes"),
+    ("source", "cleanrl", "last-100 training episodes"),
+    ("source", "openrlbenchmark", "last-100 training episodes"),
+    ("note", "final reward", "final training reward, window not stated"),
+]
+SAME_METRIC = "last-100 training episodes"
+
+_SPREAD_RULES: list[tuple[str, str]] = [
+    ("standard error", "± is standard error, std blank"),
+    ("evaluation episodes", "std over eval episodes, not seeds"),
+    ("not defined", "meaning of ± not defined"),
+]
+
+
+def load_references(path: str | Path) -> pd.DataFrame:
+    """Read mujoco_reference_scores.csv and check its columns."""
+    table = pd.read_csv(path)
+    missing = [c for c in REFERENCE_COLUMNS if c not in table.columns]
+    if missing:
+        raise ValueError(f"{path} lacks columns {missing}")
+    return table
+
+
+def task_env_name(task: str) -> str:
+    """``Hopper-v5`` -> ``Hopper``: reference rows name the env without a version."""
+    return _VERSION.sub("", task)
+
+
+def format_steps(steps: float) -> str:
+    """Compact step counts for notes: 1000000 -> '1M', 50000 -> '50k'."""
+    if steps is None or (isinstance(steps, float) and math.isnan(steps)):
+        return "?"
+    if steps >= 1_000_000:
+        return f"{steps / 1_000_000:g}M"
+    if steps >= 1_000:
+        return f"{steps / 1_000:g}k"
+    return f"{int(steps)}"
+
+
+def reference_metric(source: str, note: str) -> str:
+    """Which metric a reference row reports, read from its source and note text."""
+    text = {"source": str(source).lower(), "note": str(note).lower()}
+    for where, phrase, label in _METRIC_RULES:
+        if phrase in text[where]:
+            return label
+    return "metric not stated"
+
+
+def comparable_note(ref: pd.Series, our_version: str, our_steps: float) -> str:
+    """One line saying how a reference row differs from our setup."""
+    parts = []
+    if ref["env_version"] == our_version:
+        parts.append(f"same env version {our_version}")
+    else:
+        parts.append(f"{ref['env_version']} vs our {our_version}")
+    if pd.isna(ref["steps"]):
+        parts.append(f"steps not stated vs our {format_steps(our_steps)}")
+    elif ref["steps"] == our_steps:
+        parts.append(f"same budget {format_steps(our_steps)} steps")
+    else:
+        parts.append(f"{format_steps(ref['steps'])} vs our {format_steps(our_steps)} steps")
+    metric = reference_metric(ref["source"], ref["note"])
+    parts.append(f"metric: {metric}" + (" (same as ours)" if metric == SAME_METRIC else ""))
+    if pd.isna(ref["n_seeds"]):
+        parts.append("seeds not stated")
+    elif ref["n_seeds"] == 1:
+        parts.append("single run")
+    note = str(ref["note"]).lower()
+    parts.extend(text for phrase, text in _SPREAD_RULES if phrase in note)
+    return "; ".join(parts)
+
+
+def per_task_reference(
+    scores: pd.DataFrame,
+    manifests: pd.DataFrame,
+    references: pd.DataFrame,
+    variant: str = "clip_0.2",
+    n_resamples: int = 10_000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Per task: our mean final score (bootstrap CI over seeds) beside each PPO reference row.
+
+    Reference rows match on ``env`` == task name without version and an ``algo`` that
+    names PPO (``ppo``/``ppo2``, not ``trpo``). A task with no reference keeps one row
+    with empty reference columns.
+    """
+    ours = scores[scores["variant"] == variant]
+    if ours.empty:
+        raise ValueError(f"no scored runs for variant {variant!r}; have {sorted(scores['variant'].unique())}")
+    meta = manifests.set_index("run_id")
+    ppo_refs = references[references["algo"].astype(str).str.contains(_PPO)]
+    rows = []
+    for task, group in ours.groupby("task", sort=True):
+        run_meta = meta.loc[group["run_id"]]
+        versions = sorted(run_meta["env_version"].astype(str).unique())
+        our_version = "/".join(versions)
+        our_steps = float(run_meta["total_steps"].max())
+        ci = bootstrap_ci(group["score"].to_numpy(), mean, n_resamples, seed=seed)
+        base = {
+            "task": task,
+            "env": task_env_name(task),
+            "our_env_version": our_version,
+            "our_steps": int(our_steps),
+            "our_n_seeds": len(group),
+            "our_mean": ci.point,
+            "our_ci_low": ci.low,
+            "our_ci_high": ci.high,
+        }
+        matches = ppo_refs[ppo_refs["env"] == base["env"]]
+        if matches.empty:
+            rows.append(base)
+            continue
+        for _, ref in matches.iterrows():
+            rows.append(
+                base
+                | {
+                    "ref_source": ref["source"],
+                    "ref_algo": ref["algo"],
+                    "ref_env_version": ref["env_version"],
+                    "ref_steps": ref["steps"],
+                    "ref_mean": ref["mean"],
+                    "ref_std": ref["std"],
+                    "ref_n_seeds": ref["n_seeds"],
+                    "ref_metric": reference_metric(ref["source"], ref["note"]),
+                    "comparable": comparable_note(ref, our_version, our_steps),
+                }
+            )
+    columns = [
+        "task", "env", "our_env_version", "our_steps", "our_n_seeds", "our_mean",
+        "our_ci_low", "our_ci_high", "ref_source", "ref_algo", "ref_env_version",
+        "ref_steps", "ref_mean", "ref_std", "ref_n_seeds", "ref_metric", "comparable",
+    ]
+    out = pd.DataFrame(rows).reindex(columns=columns)
+    return out.reset_index(drop=True)

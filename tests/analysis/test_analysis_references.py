@@ -1,0 +1,106 @@
+"""analysis.references: matching published PPO rows and describing how they differ."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from analysis.references import (
+    comparable_note,
+    format_steps,
+    load_references,
+    per_task_reference,
+    reference_metric,
+    task_env_name,
+)
+
+REFERENCE_CSV = Path(__file__).resolve().parents[2] / "reference" / "mujoco_reference_scores.csv"
+
+
+def test_small_helpers():
+    assert task_env_name("Hopper-v5") == "Hopper"
+    assert task_env_name("InvertedDoublePendulum-v4") == "InvertedDoublePendulum"
+    assert [format_steps(s) for s in (1e6, 2e6, 1.5e6, 50_000, 512)] == ["1M", "2M", "1.5M", "50k", "512"]
+    assert format_steps(math.nan) == "?"
+
+
+def test_metric_of_every_ppo_row_in_the_real_csv():
+    refs = load_references(REFERENCE_CSV)
+    ppo = refs[refs["algo"].str.contains("ppo", case=False)]
+    metrics = ppo.apply(lambda r: reference_metric(r["source"], r["note"]), axis=1)
+    by_family = {
+        "Fujimoto": "max-over-training eval",
+        "tianshou": "max-over-training eval",
+        "rl-baselines3-zoo": "single-run final-agent eval",
+        "cleanrl": "last-100 training episodes",
+        "Henderson et al. 2018 Deep RL that Matters arXiv:1709.06560v3 Table 1": "last-100 training episodes",
+        "Henderson et al. 2018 Deep RL that Matters arXiv:1709.06560v3 Table 3": "bootstrap mean of final return, window not stated",
+        "benchmarks_mujoco1M": "final training reward, window not stated",
+    }
+    for family, label in by_family.items():
+        rows = metrics[ppo["source"].str.contains(family, regex=False)]
+        assert len(rows) > 0, family
+        assert set(rows) == {label}, family
+    assert "metric not stated" not in set(metrics)
+
+
+def _refs() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "source": ["Fujimoto et al. 2018 TD3", "Fujimoto et al. 2018 TD3", "vwxyzjn/cleanrl docs", "D4RL"],
+            "env": ["Hopper", "Hopper", "Hopper", "Hopper"],
+            "env_version": ["v1", "v1", "v5", "D4RL gym_mujoco"],
+            "algo": ["ppo (baselines)", "trpo (baselines)", "ppo (cleanrl)", "random policy"],
+            "steps": [1_000_000, 1_000_000, 50_000, math.nan],
+            "mean": [2164.7, 2471.3, 900.0, -20.0],
+            "std": [math.nan, math.nan, 12.0, math.nan],
+            "n_seeds": [10, 10, math.nan, math.nan],
+            "note": ["metric = MAX over training of eval return", "same", "window 100", "random"],
+        }
+    )
+
+
+def test_per_task_reference_rows_and_notes():
+    scores = pd.DataFrame(
+        {
+            "run_id": ["h0", "h1", "s0", "x0"],
+            "task": ["Hopper-v5", "Hopper-v5", "Swimmer-v5", "Hopper-v5"],
+            "variant": ["clip_0.2", "clip_0.2", "clip_0.2", "no_clip"],
+            "score": [100.0, 200.0, 30.0, -5.0],
+        }
+    )
+    manifests = pd.DataFrame(
+        {"run_id": ["h0", "h1", "s0", "x0"], "env_version": "v5", "total_steps": 50_000}
+    )
+    table = per_task_reference(scores, manifests, _refs(), "clip_0.2", n_resamples=2000)
+    hopper = table[table["task"] == "Hopper-v5"]
+    assert hopper["ref_algo"].tolist() == ["ppo (baselines)", "ppo (cleanrl)"]  # no trpo, no random
+    first = hopper.iloc[0]
+    assert first["our_mean"] == 150.0 and first["our_n_seeds"] == 2
+    # Two seeds: resample means 100, 150, 200 with 25% tails -> CI [100, 200].
+    assert (first["our_ci_low"], first["our_ci_high"]) == (100.0, 200.0)
+    assert first["our_env_version"] == "v5" and first["our_steps"] == 50_000
+    assert first["comparable"] == "v1 vs our v5; 1M vs our 50k steps; metric: max-over-training eval"
+    second = hopper.iloc[1]
+    assert second["comparable"] == (
+        "same env version v5; same budget 50k steps; "
+        "metric: last-100 training episodes (same as ours); seeds not stated"
+    )
+    swimmer = table[table["task"] == "Swimmer-v5"].iloc[0]
+    assert swimmer["our_mean"] == 30.0 and math.isnan(swimmer["our_ci_low"])  # one seed
+    assert pd.isna(swimmer["ref_source"])  # no reference row: kept with blanks
+    with pytest.raises(ValueError, match="no scored runs"):
+        per_task_reference(scores, manifests, _refs(), "clip_0.3")
+
+
+def test_comparable_note_spread_caveats():
+    refs = load_references(REFERENCE_CSV)
+    zoo = refs[refs["source"].str.contains("zoo") & refs["algo"].str.startswith("ppo")].iloc[0]
+    note = comparable_note(zoo, "v5", 1_000_000)
+    assert note.startswith("v3 vs our v5; same budget 1M steps; metric: single-run final-agent eval")
+    assert note.endswith("single run; std over eval episodes, not seeds")
+    henderson = refs[refs["note"].str.contains("STANDARD ERROR") & refs["algo"].str.startswith("ppo")].iloc[0]
+    assert comparable_note(henderson, "v5", 1_000_000).endswith("± is standard error, std blank")

@@ -1,0 +1,95 @@
+"""analysis.stats: IQM and the stratified percentile bootstrap, against exact answers."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from analysis.stats import bootstrap_ci, bootstrap_ci_columns, iqm, mean, stratified_bootstrap_ci
+
+
+def test_iqm_trims_a_quarter_each_side():
+    assert iqm(np.arange(1.0, 9.0)) == 4.5  # middle of 1..8 is 3,4,5,6
+    assert iqm(np.array([1.0, 2.0, 3.0, 100.0])) == 2.5  # keeps 2, 3
+    np.testing.assert_allclose(iqm(np.array([[1.0, 2.0, 3.0, 100.0]]), axis=-1), [2.5])
+
+
+def test_stratified_bootstrap_never_mixes_tasks():
+    # Task A resample sums are 0, 1, 2 (prob 1/4, 1/2, 1/4); B is always 20.
+    # Pooled mean = (sumA + 20) / 4 takes only 5.0, 5.25, 5.5, each tail holding 25%,
+    # so the 95% percentile interval is exactly [5.0, 5.5]. An unstratified bootstrap
+    # could draw four 10s (mean 10) or four 0s.
+    ci = stratified_bootstrap_ci({"A": [0.0, 1.0], "B": [10.0, 10.0]}, mean, 4000, seed=1)
+    assert ci.point == 5.25
+    assert (ci.low, ci.high) == (5.0, 5.5)
+
+
+def _exact_bootstrap_quantiles(groups, q):
+    """Enumerate every stratified resample (equally likely) and take exact quantiles."""
+    per_task = []
+    for values in groups:
+        sums = [sum(values[i] for i in idx) for idx in itertools.product(range(len(values)), repeat=len(values))]
+        per_task.append(sums)
+    n = sum(len(v) for v in groups)
+    dist = np.sort([sum(combo) / n for combo in itertools.product(*per_task)])
+    cdf_positions = [q_ * len(dist) for q_ in q]
+    return dist, [dist[int(math.floor(p))] for p in cdf_positions]
+
+
+def test_stratified_bootstrap_matches_exhaustive_enumeration():
+    groups = [[1.0, 2.0, 4.0], [0.0, 3.0]]
+    dist, (lo, hi) = _exact_bootstrap_quantiles(groups, [0.025, 0.975])
+    # 108 equally likely resamples; both quantiles fall well inside an atom
+    # (checked: neighbours within 1% of probability mass have the same value).
+    assert dist[int(0.015 * 108)] == lo == dist[int(0.035 * 108)]
+    assert dist[int(0.965 * 108)] == hi == dist[int(0.985 * 108)]
+    ci = stratified_bootstrap_ci({"a": groups[0], "b": groups[1]}, mean, 20_000, seed=3)
+    assert ci.point == 2.0  # (1+2+4+0+3)/5
+    assert ci.low == pytest.approx(lo, abs=1e-12)
+    assert ci.high == pytest.approx(hi, abs=1e-12)
+    # By hand: resample totals T = sumA + sumB. P(T=3) = 1/108 (A draws 1,1,1 and B 0,0),
+    # P(T<=4) = 4/108 = 3.7% > 2.5%, so the lower bound is T=4 -> 4/5. Symmetrically
+    # P(T=18) = 1/108 and P(T>=16) = 4/108, so the upper bound is 16/5.
+    assert (lo, hi) == (pytest.approx(0.8), pytest.approx(3.2))
+
+
+def test_single_run_task_is_held_fixed_and_all_single_gives_nan():
+    # A sums 0, 1, 2; B fixed at 7: pooled means 7/3, 8/3, 3 with 25% tails.
+    ci = stratified_bootstrap_ci({"A": [0.0, 1.0], "B": [7.0]}, mean, 2000, seed=0)
+    assert ci.point == pytest.approx(8 / 3)
+    assert ci.low == pytest.approx(7 / 3)
+    assert ci.high == pytest.approx(3.0)
+    lone = stratified_bootstrap_ci({"A": [2.0], "B": [4.0]}, mean, 2000, seed=0)
+    assert lone.point == 3.0 and math.isnan(lone.low) and math.isnan(lone.high)
+
+
+def test_bootstrap_is_reproducible_and_works_with_iqm():
+    values = {"A": [0.1, 0.5, 0.9, 0.3], "B": [1.0, 2.0, 3.0, 4.0]}
+    first = stratified_bootstrap_ci(values, iqm, 500, seed=7)
+    again = stratified_bootstrap_ci(values, iqm, 500, seed=7)
+    assert first == again
+    # IQM of the 8 pooled values 0.1 0.3 0.5 0.9 1 2 3 4: middle four 0.5 0.9 1 2.
+    assert first.point == pytest.approx((0.5 + 0.9 + 1.0 + 2.0) / 4)
+    assert first.low <= first.point <= first.high
+    one = bootstrap_ci([0.0, 1.0], mean, 2000, seed=0)
+    assert (one.point, one.low, one.high) == (0.5, 0.0, 1.0)
+
+
+def test_bootstrap_rejects_empty_or_nonfinite():
+    with pytest.raises(ValueError):
+        stratified_bootstrap_ci({"A": []}, mean)
+    with pytest.raises(ValueError):
+        stratified_bootstrap_ci({"A": [1.0, math.nan]}, mean)
+
+
+def test_bootstrap_ci_columns_per_column_runs():
+    matrix = np.array([[0.0, 5.0, np.nan], [1.0, 5.0, 4.0]])
+    means, low, high = bootstrap_ci_columns(matrix, 2000, seed=0)
+    np.testing.assert_array_equal(means, [0.5, 5.0, 4.0])
+    # Column 0: resample means 0, 0.5, 1 with 25% tails -> [0, 1]. Column 1 constant.
+    np.testing.assert_array_equal(low[:2], [0.0, 5.0])
+    np.testing.assert_array_equal(high[:2], [1.0, 5.0])
+    assert math.isnan(low[2]) and math.isnan(high[2])  # one run only

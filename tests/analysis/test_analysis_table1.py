@@ -1,0 +1,146 @@
+"""analysis.table1 on a 2 tasks x 2 settings x 2 seeds example normalised on paper.
+
+Scores (random: T1 = 0, T2 = -10):
+    T1: a = 10, 20 (mean 15, best)   b = 4, 6  (mean 5)
+    T2: a = 0, 10  (mean 5)          b = 30, 50 (mean 40, best)
+Normalised (score - random) / (best - random):
+    T1 (scale 15): a = 2/3, 4/3      b = 4/15, 6/15
+    T2 (scale 50): a = 0.2, 0.4      b = 0.8, 1.2
+Table 1: a = (2/3 + 4/3 + 0.2 + 0.4) / 4 = 0.65;  b = (10/15 + 2) / 4 = 2/3.
+Stratified CI (percentile, 95%): each task's pair resamples to its low pair, mixed, or
+high pair with probability 1/4, 1/2, 1/4, so both extremes carry 1/16 > 2.5% and the
+bounds are the all-low and all-high means:
+    a: (4/3 + 0.4) / 4 = 13/30   and (8/3 + 0.8) / 4 = 13/15
+    b: (8/15 + 1.6) / 4 = 8/15   and (12/15 + 2.4) / 4 = 4/5
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+import scipy.stats
+
+from analysis.table1 import (
+    load_published_table1,
+    normalize_scores,
+    paper_rows,
+    per_task_table,
+    rank_agreement,
+    table1,
+)
+
+RANDOM = pd.Series({"T1": 0.0, "T2": -10.0})
+
+
+@pytest.fixture
+def scores() -> pd.DataFrame:
+    rows = [
+        ("T1", "a", 0, 10.0), ("T1", "a", 1, 20.0), ("T1", "b", 0, 4.0), ("T1", "b", 1, 6.0),
+        ("T2", "a", 0, 0.0), ("T2", "a", 1, 10.0), ("T2", "b", 0, 30.0), ("T2", "b", 1, 50.0),
+    ]
+    df = pd.DataFrame(rows, columns=["task", "variant", "seed", "score"])
+    df["run_id"] = df["task"] + df["variant"] + df["seed"].astype(str)
+    df["variant_label"] = "label " + df["variant"]
+    df["status"] = "completed"
+    df.loc[(df["task"] == "T2") & (df["variant"] == "b") & (df["seed"] == 1), "status"] = "diverged"
+    return df
+
+
+@pytest.fixture
+def published(tmp_path) -> pd.DataFrame:
+    path = tmp_path / "table1.csv"
+    path.write_text("setting,param,value\nno_clip,,-0.5\nclipping,epsilon=0.2,0.9\n")
+    return load_published_table1(path)
+
+
+def test_normalize_scores_by_hand(scores):
+    norm = normalize_scores(scores, RANDOM).set_index("run_id")
+    assert norm.loc["T1a0", "normalized"] == pytest.approx(2 / 3)
+    assert norm.loc["T1b1", "normalized"] == pytest.approx(6 / 15)
+    assert norm.loc["T2a0", "normalized"] == pytest.approx(0.2)
+    assert norm.loc["T2b1", "normalized"] == pytest.approx(1.2)
+    assert norm.loc["T1a0", "best_variant"] == "a"
+    assert norm.loc["T2a0", "best_variant"] == "b"
+    assert norm.loc["T2a0", "best_score"] == 40.0
+    assert norm.loc["T2a0", "random_score"] == -10.0
+
+
+def test_table1_values_cis_ranks_and_published(scores, published):
+    manifests = pd.DataFrame(
+        {"variant": ["a", "b"], "paper_setting": ["clipping", "no_clip"], "paper_param": ["epsilon=0.2", ""]}
+    )
+    t = table1(scores, RANDOM, paper_rows(manifests), published, n_resamples=4000, seed=0)
+    assert t["variant"].tolist() == ["b", "a"]  # sorted best first
+    rows = t.set_index("variant")
+    assert rows.loc["a", "ours"] == pytest.approx(0.65)
+    assert rows.loc["b", "ours"] == pytest.approx(2 / 3)
+    assert rows.loc["a", "ci_low"] == pytest.approx(13 / 30)
+    assert rows.loc["a", "ci_high"] == pytest.approx(13 / 15)
+    assert rows.loc["b", "ci_low"] == pytest.approx(8 / 15)
+    assert rows.loc["b", "ci_high"] == pytest.approx(4 / 5)
+    assert rows.loc["a", "n_runs"] == 4 and rows.loc["a", "n_diverged"] == 0
+    assert rows.loc["b", "n_diverged"] == 1
+    assert rows.loc["a", "published"] == 0.9  # clipping row of the test CSV
+    assert rows.loc["b", "published"] == -0.5  # empty-param row of the test CSV
+    assert (rows.loc["b", "rank_ours"], rows.loc["a", "rank_ours"]) == (1.0, 2.0)
+    assert (rows.loc["a", "rank_published"], rows.loc["b", "rank_published"]) == (1.0, 2.0)
+    assert rows.loc["a", "variant_label"] == "label a"
+    agreement = rank_agreement(t)
+    assert agreement["n"] == 2 and math.isnan(agreement["rho"])  # too few variants
+
+
+def test_table1_without_paper_rows_has_nan_published(scores):
+    t = table1(scores, RANDOM, n_resamples=200)
+    assert t["published"].isna().all() and t["rank_published"].isna().all()
+
+
+def test_per_task_table(scores):
+    wide = per_task_table(normalize_scores(scores, RANDOM)).set_index("task")
+    assert wide.loc["T1", "a"] == pytest.approx(1.0)  # (2/3 + 4/3) / 2
+    assert wide.loc["T1", "b"] == pytest.approx(1 / 3)  # (4/15 + 6/15) / 2
+    assert wide.loc["T2", "a"] == pytest.approx(0.3)
+    assert wide.loc["T2", "b"] == pytest.approx(1.0)
+    assert wide.loc["T2", "best_variant"] == "b" and wide.loc["T2", "random_score"] == -10.0
+
+
+def test_rank_agreement_spearman_by_hand():
+    t = pd.DataFrame(
+        {
+            "variant": list("wxyzv"),
+            "ours": [3.0, 2.0, 1.0, 0.5, 9.0],
+            "published": [0.9, 0.1, 0.5, 0.2, math.nan],
+        }
+    )
+    # Ascending ranks: ours 4,3,2,1; published 4,1,3,2; d = 0,2,-1,-1; sum d^2 = 6.
+    # rho = 1 - 6*6 / (4*(16-1)) = 0.4; p from t = rho*sqrt(2/(1-rho^2)) with 2 dof.
+    result = rank_agreement(t)
+    assert result["n"] == 4 and result["variants"] == ["w", "x", "y", "z"]
+    assert result["rho"] == pytest.approx(0.4)
+    t_stat = 0.4 * math.sqrt(2 / (1 - 0.16))
+    assert result["p"] == pytest.approx(2 * scipy.stats.t.sf(t_stat, 2))
+
+
+def test_normalisation_errors(scores):
+    with pytest.raises(KeyError, match="T2"):
+        normalize_scores(scores, pd.Series({"T1": 0.0}))
+    with pytest.raises(ValueError, match="cannot normalise"):
+        normalize_scores(scores, pd.Series({"T1": 15.0, "T2": 0.0}))  # T1 best mean is 15
+
+
+def test_paper_rows_conflict_is_an_error():
+    manifests = pd.DataFrame(
+        {"variant": ["a", "a"], "paper_setting": ["clipping", "clipping"], "paper_param": ["epsilon=0.1", "epsilon=0.2"]}
+    )
+    with pytest.raises(ValueError, match="different paper_row"):
+        paper_rows(manifests)
+
+
+def test_real_published_table_reads_empty_param():
+    from pathlib import Path
+
+    table = load_published_table1(Path(__file__).resolve().parents[2] / "reference" / "ppo2017_table1.csv")
+    no_clip = table[table["setting"] == "no_clipping_or_penalty"]
+    assert no_clip["param"].tolist() == [""]
+    assert table["value"].dtype == float

@@ -1,0 +1,81 @@
+"""The group execution model: a run's records do not depend on who shares its group; same seed, same run;
+a diverging run is recorded and the rest of the group goes on."""
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+import ppo.train
+from ppo.config import Objective, PPOConfig
+from ppo.train import RunSpec, train_group
+
+# Small but complete: several updates, episode ends by termination (Hopper falls) and by the time limit.
+TINY = PPOConfig(total_steps=768, horizon=128, epochs=2, minibatch_size=32)
+TIMING = ["wall_time", "sps"]
+
+
+def spec(name, seed, task="Hopper-v5", **objective):
+    cfg = dataclasses.replace(TINY, objective=Objective(**objective)) if objective else TINY
+    return RunSpec(name, task, cfg, seed)
+
+
+def records(result):
+    return result.episodes.drop(columns="wall_time"), result.updates.drop(columns=TIMING)
+
+
+def test_records_do_not_depend_on_the_group():
+    target = spec("adaptive", 7, clip_epsilon=None, kl_beta=1.0, kl_target=0.01)
+    alone = train_group([target], log=lambda _: None)[0]
+    others = [spec("clip", 1), target, spec("fixed", 2, clip_epsilon=None, kl_beta=3.0), spec("noclip", 3, clip_epsilon=None)]
+    shared = train_group(others, log=lambda _: None)[1]
+    assert len(alone.episodes) > 3 and len(alone.updates) == 6
+    for a, b in zip(records(alone), records(shared)):
+        pd.testing.assert_frame_equal(a, b, check_exact=True)  # bit-identical on CPU, one thread
+    assert alone.updates["beta"].nunique() > 1  # the adaptive rule really acted
+
+
+def test_same_seed_same_run_and_different_seed_differs():
+    a, b, c = (train_group([spec("x", s)], log=lambda _: None)[0] for s in (5, 5, 6))
+    for x, y in zip(records(a), records(b)):
+        pd.testing.assert_frame_equal(x, y, check_exact=True)
+    assert not a.episodes["episode_return"].equals(c.episodes["episode_return"])
+
+
+def test_time_limit_bootstrap_changes_only_the_targets():
+    # InvertedPendulum with a 1000-step limit would need long runs; Reacher ends every episode by truncation
+    # at 50 steps, so the two time-limit treatments must give different updates from the same seed.
+    runs = {}
+    for mode in ("terminal", "bootstrap"):
+        cfg = dataclasses.replace(TINY, time_limit=mode)
+        runs[mode] = train_group([RunSpec(mode, "Reacher-v5", cfg, 0)], log=lambda _: None)[0]
+    first = {m: r.episodes.iloc[0] for m, r in runs.items()}
+    assert first["terminal"]["episode_length"] == 50  # truncated by the time limit, not terminated
+    # Same first rollout (same seed, same initial policy) ...
+    assert first["terminal"]["episode_return"] == first["bootstrap"]["episode_return"]
+    # ... but different value targets, hence different losses.
+    assert runs["terminal"].updates["value_loss"].iloc[0] != runs["bootstrap"].updates["value_loss"].iloc[0]
+
+
+def test_diverging_run_is_recorded_and_the_group_goes_on(monkeypatch):
+    real = ppo.train.objective_terms
+    calls = {"n": 0}
+
+    def poisoned(ratio, *args):
+        # From the 20th minibatch on, run 1's loss is NaN (as a blown-up ratio would make it).
+        calls["n"] += 1
+        loss, surr = real(ratio, *args)
+        if calls["n"] >= 20:
+            loss = loss.clone()
+            loss[1] = loss[1] * torch.nan
+        return loss, surr
+
+    monkeypatch.setattr(ppo.train, "objective_terms", poisoned)
+    ok, bad = train_group([spec("ok", 0), spec("bad", 1)], log=lambda _: None)
+    assert ok.status == "completed" and len(ok.updates) == 6
+    assert bad.status == "diverged"
+    # 128/32 minibatches x 2 epochs = 8 per update: the 20th is in the third update, which ends at step 384
+    assert bad.diverged_at_step == 3 * 128
+    assert bad.updates["diverged"].iloc[-1] and not bad.updates["diverged"].iloc[:-1].any()
+    assert np.isfinite(bad.episodes["episode_return"]).all() and len(bad.episodes) > 0

@@ -1,0 +1,204 @@
+#!/usr/bin/env python
+"""Build a study's Table 1 report: normalised scores, reference comparison, curves.
+
+Usage (from the repository root, or from a Snakemake ``shell:`` rule):
+
+    python workflow/scripts/table1_report.py --runs results/<study>/runs \
+        --random results/random/Hopper-v5.parquet results/random/Walker2d-v5.parquet \
+        --reference-dir reference --out-dir results/<study>/report \
+        --budget-note "50k steps per run instead of 1M"
+
+Writes table1.csv, table1.md, table1_per_task.csv, per_task_<variant>.csv/.md,
+curves_steps.png, curves_walltime.png and rank_agreement.json into --out-dir.
+The differences from the paper listed in the markdown files are derived from the runs
+and reference/ppo2017_hyperparameters.csv, plus every --budget-note given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from analysis.curves import learning_curves, plot_curves, plot_curves_walltime  # noqa: E402
+from analysis.io import RunDataError, load_random, load_study  # noqa: E402
+from analysis.references import format_steps, load_references, per_task_reference  # noqa: E402
+from analysis.report_tables import write_table  # noqa: E402
+from analysis.scores import final_scores  # noqa: E402
+from analysis.table1 import (  # noqa: E402
+    load_published_table1,
+    normalize_scores,
+    paper_rows,
+    per_task_table,
+    rank_agreement,
+    table1,
+)
+
+
+class ReportError(ValueError):
+    """Inputs that cannot produce a meaningful report."""
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Command-line options; see the module docstring for an example."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--runs", required=True, type=Path, help="results/<study>/runs")
+    p.add_argument("--random", required=True, nargs="+", type=Path, help="results/random/<task>.parquet files")
+    p.add_argument("--reference-dir", required=True, type=Path, help="folder with ppo2017_table1.csv etc.")
+    p.add_argument("--out-dir", required=True, type=Path)
+    p.add_argument("--budget-note", action="append", default=[], help="extra difference from the paper (repeatable)")
+    p.add_argument("--variant", default="clip_0.2", help="variant for the per-task reference table")
+    p.add_argument("--window", type=int, default=100, help="episodes in the final score (paper: 100)")
+    p.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap resamples")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--curve-points", type=int, default=100)
+    p.add_argument("--curve-smooth", type=int, default=10, help="episodes averaged per curve point")
+    return p.parse_args(argv)
+
+
+def check_random(tasks: Sequence[str], random_scores: pd.Series, files: Sequence[Path]) -> None:
+    """Every task of the study needs a random score, or normalisation is impossible."""
+    missing = sorted(set(tasks) - set(random_scores.index))
+    if missing:
+        raise ReportError(
+            f"no random score for task(s) {missing}: expected results/random/<task>.parquet "
+            f"among --random files {[str(f) for f in files]}"
+        )
+
+
+def _paper_protocol(reference_dir: Path) -> dict[str, str]:
+    """MuJoCo protocol values from ppo2017_hyperparameters.csv, if the file is there."""
+    path = reference_dir / "ppo2017_hyperparameters.csv"
+    if not path.is_file():
+        return {}
+    table = pd.read_csv(path, dtype=str, keep_default_na=False)
+    rows = table[table["domain"] == "mujoco"]
+    return dict(zip(rows["name"], rows["value"]))
+
+
+def difference_notes(
+    manifests: pd.DataFrame,
+    scores: pd.DataFrame,
+    random_files: Sequence[Path],
+    reference_dir: Path,
+    window: int,
+    extra: Sequence[str],
+) -> list[str]:
+    """Differences from the paper's Sec 6.1 protocol, read from the runs themselves."""
+    paper = _paper_protocol(reference_dir)
+    notes = []
+    steps = sorted(manifests["total_steps"].dropna().astype(int).unique()) if "total_steps" in manifests else []
+    if steps:
+        ours = ", ".join(format_steps(s) for s in steps)
+        theirs = format_steps(float(paper["total_timesteps"])) if paper.get("total_timesteps") else "?"
+        same = " (same as the paper)" if ours == theirs else f" (paper: {theirs})"
+        notes.append(f"Training budget: {ours} env steps per run{same}.")
+    if "env_version" in manifests:
+        versions = ", ".join(sorted(manifests["env_version"].astype(str).unique()))
+        paper_envs = paper.get("environments", "")
+        paper_versions = sorted({e.rsplit("-", 1)[-1] for e in paper_envs.split(";") if "-" in e})
+        notes.append(
+            f"Environments: Gymnasium MuJoCo {versions} (paper: Gym {', '.join(paper_versions) or '?'})."
+        )
+        if paper_envs:
+            paper_tasks = {e.rsplit("-", 1)[0] for e in paper_envs.split(";")}
+            our_tasks = {t.rsplit("-", 1)[0] for t in manifests["task"]}
+            if our_tasks != paper_tasks:
+                notes.append(
+                    f"Tasks: {', '.join(sorted(our_tasks))} "
+                    f"(paper: {', '.join(sorted(paper_tasks))})."
+                )
+    seeds = manifests.groupby(["task", "variant"])["seed"].nunique()
+    seed_text = f"{seeds.min()}" if seeds.min() == seeds.max() else f"{seeds.min()}-{seeds.max()}"
+    notes.append(f"Seeds per task and setting: {seed_text} (paper: {paper.get('seeds_per_env', '?')}).")
+    notes.append(
+        f"Score: mean return of each run's last {window} training episodes, as in the paper; "
+        "diverged runs are scored on the episodes they finished before diverging."
+    )
+    notes.append(
+        "Normalisation: random score = mean return of our own random-policy episodes "
+        f"({', '.join(p.name for p in random_files)}); best = our best setting per task "
+        "(the paper publishes neither)."
+    )
+    notes.append("CI: 95% percentile bootstrap over runs, stratified by task (Agarwal et al. 2021).")
+    n_diverged = int((manifests["status"] == "diverged").sum())
+    if n_diverged:
+        notes.append(f"{n_diverged} of {len(manifests)} runs diverged.")
+    unscored = sorted(set(manifests["run_id"]) - set(scores["run_id"]))
+    if unscored:
+        notes.append(f"Runs with no finished episode, left out: {', '.join(unscored)}.")
+    return notes + list(extra)
+
+
+def _json_number(value: float) -> float | None:
+    """JSON has no NaN: write null instead."""
+    return None if value is None or math.isnan(value) else value
+
+
+def run_report(args: argparse.Namespace) -> dict[str, Path]:
+    """Compute every table and figure and write them; returns the written paths."""
+    episodes, _updates, manifests = load_study(args.runs)
+    random_scores = load_random(args.random)
+    check_random(manifests["task"].unique(), random_scores, args.random)
+    scores = final_scores(episodes, window=args.window)
+    if scores.empty:
+        raise ReportError(f"no run under {args.runs} has a finished episode")
+    published = load_published_table1(args.reference_dir / "ppo2017_table1.csv")
+    references = load_references(args.reference_dir / "mujoco_reference_scores.csv")
+    notes = difference_notes(manifests, scores, args.random, args.reference_dir, args.window, args.budget_note)
+
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written: dict[str, Path] = {}
+    t1 = table1(scores, random_scores, paper_rows(manifests), published, args.n_resamples, seed=args.seed)
+    write_table(t1, out / "table1.csv", out / "table1.md", notes, "Table 1: average normalised score", {"rank_ours": 1, "rank_published": 1})
+    written["table1"] = out / "table1.csv"
+    per_task = per_task_table(normalize_scores(scores, random_scores))
+    per_task.to_csv(out / "table1_per_task.csv", index=False)
+    written["table1_per_task"] = out / "table1_per_task.csv"
+
+    stem = f"per_task_{args.variant.replace('_', '')}"
+    refs = per_task_reference(scores, manifests, references, args.variant, args.n_resamples, args.seed)
+    write_table(
+        refs, out / f"{stem}.csv", out / f"{stem}.md", notes,
+        f"Per-task final score of {args.variant} beside published PPO numbers", 1,
+    )
+    written["per_task"] = out / f"{stem}.csv"
+
+    for axis, name, plot in (
+        ("global_step", "curves_steps.png", plot_curves),
+        ("wall_time", "curves_walltime.png", plot_curves_walltime),
+    ):
+        curves = learning_curves(
+            episodes, manifests, axis, args.curve_points, args.curve_smooth, seed=args.seed
+        )
+        written[name] = plot(curves, out / name)
+
+    agreement = rank_agreement(t1)
+    agreement = {k: _json_number(v) if isinstance(v, float) else v for k, v in agreement.items()}
+    agreement["method"] = "scipy.stats.spearmanr of ours vs published over variants with a published value"
+    (out / "rank_agreement.json").write_text(json.dumps(agreement, indent=2) + "\n")
+    written["rank_agreement"] = out / "rank_agreement.json"
+    return written
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point: clear one-line errors for bad inputs, exit code 1."""
+    args = parse_args(argv)
+    try:
+        run_report(args)
+    except (ReportError, RunDataError) as exc:
+        print(f"table1_report: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
