@@ -36,20 +36,21 @@ class BatchedMLP(nn.Module):
 
     def __init__(self, sizes: list[int], out_scale: float, init: str, gens: list[torch.Generator]):
         super().__init__()
-        self.weights = nn.ParameterList()
-        self.biases = nn.ParameterList()
+        self.layers: list[tuple[nn.Parameter, nn.Parameter]] = []  # plain list: no ParameterList lookups per call
         n_layers = len(sizes) - 1
         for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):
-            # Hidden layers get unit scale (ppo1: normc(1.0); ppo2: orthogonal gain sqrt(2) is not used
-            # here because the paper's nets are tanh); the output layer gets out_scale.
+            # Hidden layers get unit scale (ppo1: normc(1.0); ppo2: orthogonal gain sqrt(2)); the output
+            # layer gets out_scale.
             scale = out_scale if i == n_layers - 1 else (1.0 if init == "normc" else math.sqrt(2))
-            w = torch.stack([init_weight(init, fan_in, fan_out, scale, g) for g in gens])
-            self.weights.append(nn.Parameter(w))
-            self.biases.append(nn.Parameter(torch.zeros(len(gens), 1, fan_out)))
+            w = nn.Parameter(torch.stack([init_weight(init, fan_in, fan_out, scale, g) for g in gens]))
+            b = nn.Parameter(torch.zeros(len(gens), 1, fan_out))
+            self.register_parameter(f"w{i}", w)
+            self.register_parameter(f"b{i}", b)
+            self.layers.append((w, b))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        last = len(self.weights) - 1
-        for i, (w, b) in enumerate(zip(self.weights, self.biases)):
+        last = len(self.layers) - 1
+        for i, (w, b) in enumerate(self.layers):
             if w.shape[-1] == 1:
                 # A one-column product goes through MKL's gemv when G = 1 and gemm otherwise, which round
                 # differently; a multiply-and-sum keeps a run's value bit-identical for any group size.
@@ -91,3 +92,35 @@ def per_run_grad_norm_clip(params: list[torch.Tensor], max_norm: float) -> torch
     for p in params:
         p.grad.mul_(factor.view(-1, *([1] * (p.grad.dim() - 1))))
     return norms
+
+
+class BatchedAdam:
+    """torch's Adam over stacked per-run parameters, fused where that stays bit-identical per run.
+
+    The fused CPU kernel handles whole SIMD vectors and then a scalar tail, which rounds differently; a
+    run's slice only sees the same arithmetic for every group size if no element falls in the tail, so
+    tensors whose per-run size is a multiple of 64 go to the fused kernel and the small rest (biases of
+    tiny layers, log-std) to the plain multi-tensor one.
+    """
+
+    VECTOR_MULTIPLE = 64
+
+    def __init__(self, params: list[torch.Tensor], lr: float, eps: float):
+        fused = [p for p in params if (p.numel() // p.shape[0]) % self.VECTOR_MULTIPLE == 0]
+        rest = [p for p in params if (p.numel() // p.shape[0]) % self.VECTOR_MULTIPLE != 0]
+        self.optimizers = [torch.optim.Adam(fused, lr=lr, eps=eps, fused=True)] if fused else []
+        if rest:
+            self.optimizers.append(torch.optim.Adam(rest, lr=lr, eps=eps, foreach=True))
+
+    def set_lr(self, lr: float) -> None:
+        for opt in self.optimizers:
+            for group in opt.param_groups:
+                group["lr"] = lr
+
+    def zero_grad(self) -> None:
+        for opt in self.optimizers:
+            opt.zero_grad(set_to_none=False)
+
+    def step(self) -> None:
+        for opt in self.optimizers:
+            opt.step()

@@ -19,7 +19,7 @@ import torch
 from torch.distributions import Normal, kl_divergence
 
 from . import records
-from .batched import GaussianActorCritic, per_run_grad_norm_clip
+from .batched import BatchedAdam, GaussianActorCritic, per_run_grad_norm_clip
 from .config import PPOConfig
 from .envs import LockstepEnvs, task_version
 from .gae import gae
@@ -91,7 +91,7 @@ def train_group(specs: list[RunSpec], log=print) -> list[RunResult]:
     sample_gens = [torch.Generator().manual_seed(sd["sampling"]) for sd in seeds]
     agent = GaussianActorCritic(d, A, cfg.hidden_sizes, cfg.init, cfg.log_std_init, init_gens)
     params = list(agent.parameters())
-    optimizer = torch.optim.Adam(params, lr=cfg.learning_rate, eps=cfg.adam_eps)
+    optimizer = BatchedAdam(params, lr=cfg.learning_rate, eps=cfg.adam_eps)
     normalizer = ObsNormalizer(G, d, cfg.obs_clip, cfg.obs_norm)
     objectives = [s.config.objective for s in specs]
     clip_eps = per_run([o.clip_epsilon for o in objectives], math.inf).view(G, 1)
@@ -120,8 +120,7 @@ def train_group(specs: list[RunSpec], log=print) -> list[RunResult]:
     for update in range(num_updates):
         t_update = time.perf_counter()
         lr = cfg.learning_rate * (1 - update / num_updates if cfg.lr_schedule == "linear" else 1.0)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
+        optimizer.set_lr(lr)
 
         # ---- (1) rollout: all actors in lock-step; exploration noise drawn per run from its own stream
         noise = torch.stack([torch.randn(T, E, A, generator=g) for g in sample_gens], dim=1)  # [T, G, E, A]
@@ -129,13 +128,15 @@ def train_group(specs: list[RunSpec], log=print) -> list[RunResult]:
             std = agent.log_std.exp()
             for t in range(T):
                 obs_buf[t] = envs.obs
-                x = normalizer(torch.from_numpy(envs.obs).view(G, E, d))
+                x = normalizer.numpy(envs.obs.reshape(G, E, d))
                 action = agent.policy(x) + std * noise[t]
                 val_buf[t] = agent.value_of(x).view(N).numpy()
                 act_buf[t] = action.view(N, A)
-                env_action = np.nan_to_num(action.view(N, A).numpy().astype(np.float64))
+                env_action = action.view(N, A).numpy().astype(np.float64)
+                if not np.isfinite(env_action).all():  # only a diverged run's; it is no longer recorded
+                    env_action = np.nan_to_num(env_action, posinf=0.0, neginf=0.0)
                 if cfg.action_clip:
-                    env_action = np.clip(env_action, envs.low, envs.high)
+                    env_action = np.minimum(np.maximum(env_action, envs.low), envs.high)
                 rew_buf[t], term, trunc, final_obs, finished = envs.step(env_action)
                 term_buf[t], trunc_buf[t], end_buf[t] = term, trunc, term | trunc
                 if bootstrap_time_limit and trunc.any():
@@ -143,16 +144,18 @@ def train_group(specs: list[RunSpec], log=print) -> list[RunResult]:
                     final = envs.obs.copy()
                     for i in np.flatnonzero(trunc):
                         final[i] = final_obs[i]
-                    final_val_buf[t] = agent.value_of(normalizer(torch.from_numpy(final).view(G, E, d))).view(N).numpy()
+                    final_val_buf[t] = agent.value_of(normalizer.numpy(final.reshape(G, E, d))).view(N).numpy()
                 global_step = (update * T + t + 1) * E
                 wall = time.perf_counter() - start
                 for i, ret, length in finished:
                     if alive[run_of_actor[i]]:
                         episodes[run_of_actor[i]].append((global_step, ret, length, wall))
-            last_value = agent.value_of(normalizer(torch.from_numpy(envs.obs).view(G, E, d))).view(N).numpy()
+            last_value = agent.value_of(normalizer.numpy(envs.obs.reshape(G, E, d))).view(N).numpy()
         next_values = np.concatenate([val_buf[1:], last_value[None]])
         if bootstrap_time_limit:
             next_values = np.where(trunc_buf, final_val_buf, next_values)
+
+        t_optimize = time.perf_counter()
 
         # ---- (2) advantages: GAE over each actor's rollout
         terminated = (term_buf if bootstrap_time_limit else end_buf).astype(np.float64)  # "terminal": time limits end value too
@@ -170,7 +173,10 @@ def train_group(specs: list[RunSpec], log=print) -> list[RunResult]:
         with torch.no_grad():
             old = agent.distribution(x_all)
             old_logp = old.log_prob(act_all).sum(-1)
-            old_mean, old_std = old.mean, old.stddev
+            old_mean, old_std = old.mean, agent.log_std.exp()
+        # Per-sample data in one tensor, so a minibatch is a single gather.
+        packed = torch.cat([x_all, act_all, old_mean, adv_all[..., None], ret_all[..., None], old_logp[..., None]], -1)
+        widths = [d, A, A, 1, 1, 1]
 
         stats = torch.zeros(6, G)  # policy loss, value loss, entropy, approx kl, clip fraction, surrogate
         n_minibatches = 0
@@ -178,20 +184,20 @@ def train_group(specs: list[RunSpec], log=print) -> list[RunResult]:
         for epoch in range(cfg.epochs):
             perm = torch.stack([torch.randperm(B, generator=g) for g in sample_gens])  # [G, B]
             for lo in range(0, B, M):
-                idx = perm[:, lo:lo + M]
-                x, act, adv_mb = x_all[rows, idx], act_all[rows, idx], adv_all[rows, idx]
+                x, act, mean_old, adv_mb, ret_mb, logp_old = packed[rows, perm[:, lo:lo + M]].split(widths, -1)
+                adv_mb, ret_mb, logp_old = adv_mb.squeeze(-1), ret_mb.squeeze(-1), logp_old.squeeze(-1)
                 if cfg.adv_norm == "minibatch":
                     adv_mb = (adv_mb - adv_mb.mean(1, keepdim=True)) / (adv_mb.std(1, keepdim=True) + 1e-8)
                 dist = agent.distribution(x)
-                logratio = dist.log_prob(act).sum(-1) - old_logp[rows, idx]
+                logratio = dist.log_prob(act).sum(-1) - logp_old
                 ratio = logratio.exp()
-                kl = kl_divergence(Normal(old_mean[rows, idx], old_std[rows, idx], validate_args=False), dist).sum(-1)
+                kl = kl_divergence(Normal(mean_old, old_std.expand_as(mean_old), validate_args=False), dist).sum(-1)
                 entropy = dist.entropy().sum(-1)
                 policy_loss, surr = objective_terms(ratio, adv_mb, kl, entropy, clip_eps, beta.view(G, 1), ent_coef)
-                value_loss = (agent.value_of(x) - ret_all[rows, idx]).square().mean(1)
+                value_loss = (agent.value_of(x) - ret_mb).square().mean(1)
                 # Summing over runs keeps them independent: d(sum)/d(run g's slice) = run g's gradient.
                 loss = policy_loss + cfg.vf_coef * value_loss
-                optimizer.zero_grad(set_to_none=False)
+                optimizer.zero_grad()
                 loss.sum().backward()
                 if cfg.max_grad_norm is not None:
                     per_run_grad_norm_clip(params, cfg.max_grad_norm)
@@ -205,12 +211,13 @@ def train_group(specs: list[RunSpec], log=print) -> list[RunResult]:
 
         # ---- (4) β rule on the full-batch KL of this update, divergence check, records
         with torch.no_grad():
-            batch_kl = kl_divergence(Normal(old_mean, old_std, validate_args=False), agent.distribution(x_all)).sum(-1).mean(1)
+            batch_kl = kl_divergence(Normal(old_mean, old_std.expand_as(old_mean), validate_args=False), agent.distribution(x_all)).sum(-1).mean(1)
             finite = torch.stack([p.detach().isfinite().flatten(1).all(1) for p in params]).all(0)
             finite &= stats.isfinite().all(0) & batch_kl.isfinite()
         next_beta = adapt_beta(beta, batch_kl, kl_target)
         ev = explained_variance(to_runs(val_buf), to_runs(returns))
         seconds = time.perf_counter() - t_update
+        rollout_seconds = t_optimize - t_update
         global_step = (update + 1) * B
         for g in np.flatnonzero(alive):
             update_rows[g].append({
@@ -221,6 +228,7 @@ def train_group(specs: list[RunSpec], log=print) -> list[RunResult]:
                 "surrogate": stats[5, g].item(), "kl": batch_kl[g].item(), "beta": beta[g].item(),
                 "explained_variance": float(ev[g]), "learning_rate": lr,
                 "log_std_mean": agent.log_std[g].mean().item(), "sps": B / seconds,
+                "rollout_seconds": rollout_seconds, "optimize_seconds": seconds - rollout_seconds,
                 "wall_time": time.perf_counter() - start, "diverged": not bool(finite[g]),
             })
             if not finite[g]:

@@ -13,7 +13,7 @@ from ppo.train import RunSpec, train_group
 
 # Small but complete: several updates, episode ends by termination (Hopper falls) and by the time limit.
 TINY = PPOConfig(total_steps=768, horizon=128, epochs=2, minibatch_size=32)
-TIMING = ["wall_time", "sps"]
+TIMING = ["wall_time", "sps", "rollout_seconds", "optimize_seconds"]
 
 
 def spec(name, seed, task="Hopper-v5", **objective):

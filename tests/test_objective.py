@@ -88,7 +88,7 @@ def test_policy_log_prob_and_entropy_hand_values():
     with torch.no_grad():
         for p in agent.policy.parameters():
             p.zero_()
-        agent.policy.biases[-1].copy_(torch.tensor([[[0.0, 1.0]]]))  # mean = (0, 1) for every state
+        agent.policy.layers[-1][1].copy_(torch.tensor([[[0.0, 1.0]]]))  # mean = (0, 1) for every state
         agent.log_std.copy_(torch.tensor([[[0.0, math.log(2.0)]]]))  # std = (1, 2)
     dist = agent.distribution(torch.zeros(1, 1, 2))
     log_prob = dist.log_prob(torch.tensor([[[1.0, 1.0]]])).sum(-1)
