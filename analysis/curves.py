@@ -9,6 +9,14 @@ step for a diverged run, ``total_steps`` otherwise (x = steps), or the last epis
 ``wall_time`` (x = wall time). Each task gets its own grid of ``n_points`` values from
 0 to the largest end among its runs. Per (task, variant, grid point) the curve is the
 mean over the runs that have a value there, with a percentile bootstrap band over them.
+
+The sample-efficiency curve (:func:`sample_efficiency`) puts every task on one grid
+(0 to the largest budget), normalises each run's curve with Table 1's per-task random
+and best scores, and aggregates with the IQM over all runs and tasks at each grid point,
+after Agarwal et al. 2021. It differs from the learning curves in one rule: a diverged
+run keeps the value it had when it diverged up to its budget (``total_steps``), as
+Table 1 scores it on the episodes it finished, so the aggregate does not lose its worst
+runs late in training.
 """
 
 from __future__ import annotations
@@ -23,9 +31,15 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from analysis.stats import bootstrap_ci_columns
+from analysis.stats import bootstrap_ci_columns, iqm, stratified_bootstrap
 
 AXES = {"global_step": "environment steps", "wall_time": "wall-clock time (s)"}
+
+
+def variant_colors(variants) -> dict[str, tuple[float, float, float]]:
+    """The colour of each variant, the same in every figure (sorted names, tab10 or husl)."""
+    names = sorted(set(variants))
+    return dict(zip(names, sns.color_palette("husl" if len(names) > 10 else "tab10", len(names))))
 
 
 def run_curve(
@@ -151,7 +165,7 @@ def _plot(curves: pd.DataFrame, path: str | Path, x: str, title: str) -> Path:
     tasks = sorted(curves["task"].unique())
     variants = sorted(curves["variant"].unique())
     labels = curves.groupby("variant")["variant_label"].first()
-    colors = dict(zip(variants, sns.color_palette("husl" if len(variants) > 10 else "tab10", len(variants))))
+    colors = variant_colors(variants)
     ncols = min(4, len(tasks))
     nrows = math.ceil(len(tasks) / ncols)
     with sns.axes_style("whitegrid"):
@@ -187,3 +201,125 @@ def plot_curves(curves: pd.DataFrame, path: str | Path) -> Path:
 def plot_curves_walltime(curves: pd.DataFrame, path: str | Path) -> Path:
     """Learning curves over wall-clock time (curves computed with x='wall_time')."""
     return _plot(curves, path, "wall_time", "Return vs wall-clock time, mean over seeds, 95% bootstrap band")
+
+
+def _budget(manifest: pd.Series, run_x: np.ndarray) -> float:
+    """Steps a run was meant to train: ``total_steps``, else its last episode's step."""
+    total = manifest.get("total_steps")
+    if total is not None and not pd.isna(total):
+        return float(total)
+    return float(run_x.max()) if run_x.size else 0.0
+
+
+def _iqm_over_runs(parts: list[np.ndarray]) -> np.ndarray:
+    """IQM over all runs of all tasks: parts[t] is (B, runs, grid points) -> (B, grid points)."""
+    return iqm(np.concatenate(parts, axis=1), axis=1)
+
+
+def sample_efficiency(
+    episodes: pd.DataFrame,
+    manifests: pd.DataFrame,
+    normalized: pd.DataFrame,
+    n_points: int = 100,
+    smooth: int = 10,
+    n_resamples: int = 2_000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """IQM normalised score vs environment steps per variant, with a stratified bootstrap band.
+
+    ``normalized`` is :func:`analysis.table1.normalize_scores` output; its per-task
+    ``random_score`` and ``best_score`` scale every run's curve (a run's value at step
+    ``g`` is the mean return of its last ``smooth`` episodes ended by ``g``; see the
+    module docstring for the end of a run). At each grid point the IQM pools the runs
+    that have a value there; it is NaN unless every task the variant ran has at least
+    one, so the task mix is the same all along the curve. The band resamples those runs
+    within each task, whole curves at a time (rliable's sample-efficiency curves).
+
+    Returns ``variant, variant_label, global_step, iqm, ci_low, ci_high, n_runs`` where
+    ``n_runs`` counts the runs with a value at that step.
+    """
+    missing = [c for c in ("task", "random_score", "best_score") if c not in normalized.columns]
+    if missing:
+        raise KeyError(f"normalized scores lack columns {missing}")
+    scale = normalized.groupby("task")[["random_score", "best_score"]].first()
+    unknown = sorted(set(manifests["task"]) - set(scale.index))
+    if unknown:
+        raise KeyError(f"no random/best score for tasks {unknown}; have {sorted(scale.index)}")
+    finite = episodes[np.isfinite(episodes["episode_return"].to_numpy(dtype=float))]
+    by_run = {run_id: g for run_id, g in finite.groupby("run_id", sort=False)}
+    empty = finite.iloc[0:0]
+    budgets = {
+        row["run_id"]: _budget(row, by_run.get(row["run_id"], empty)["global_step"].to_numpy(dtype=float))
+        for _, row in manifests.iterrows()
+    }
+    grid = np.linspace(0.0, max(budgets.values()), n_points)
+    labels = manifests.groupby("variant")["variant_label"].first()
+    frames = []
+    for variant, runs in manifests.groupby("variant", sort=True):
+        curves_by_task = []
+        for task, task_runs in runs.groupby("task", sort=True):
+            random_score, best_score = scale.loc[task, "random_score"], scale.loc[task, "best_score"]
+            rows = []
+            for _, run in task_runs.sort_values("seed", kind="stable").iterrows():
+                eps = by_run.get(run["run_id"], empty)
+                values = run_curve(
+                    eps["global_step"].to_numpy(dtype=float), eps["episode_return"].to_numpy(dtype=float),
+                    grid, smooth, budgets[run["run_id"]],
+                )
+                rows.append((values - random_score) / (best_score - random_score))
+            curves_by_task.append(np.vstack(rows))
+        present = [~np.isnan(c) for c in curves_by_task]
+        n_runs = sum(p.sum(axis=0) for p in present)
+        covered = np.logical_and.reduce([p.any(axis=0) for p in present])
+        point = np.full(n_points, np.nan)
+        low = np.full(n_points, np.nan)
+        high = np.full(n_points, np.nan)
+        pattern_of = np.vstack(present).T  # grid point -> which runs have a value
+        patterns, inverse = np.unique(pattern_of[covered], axis=0, return_inverse=True)
+        covered_cols = np.flatnonzero(covered)
+        for k in range(len(patterns)):
+            cols = covered_cols[inverse.ravel() == k]
+            strata = [c[p[:, cols[0]]][:, cols] for c, p in zip(curves_by_task, present)]
+            point[cols], low[cols], high[cols] = stratified_bootstrap(
+                strata, _iqm_over_runs, n_resamples, confidence, seed
+            )
+        frames.append(
+            pd.DataFrame(
+                {
+                    "variant": variant,
+                    "variant_label": labels[variant],
+                    "global_step": grid,
+                    "iqm": point,
+                    "ci_low": low,
+                    "ci_high": high,
+                    "n_runs": n_runs,
+                }
+            )
+        )
+    return pd.concat(frames, ignore_index=True)
+
+
+def plot_sample_efficiency(curve: pd.DataFrame, path: str | Path) -> Path:
+    """IQM normalised score vs environment steps, one line and band per variant; saved with Agg."""
+    variants = sorted(curve["variant"].unique())
+    labels = curve.groupby("variant")["variant_label"].first()
+    colors = variant_colors(variants)
+    with sns.axes_style("whitegrid"):
+        fig = Figure(figsize=(7.0, 4.8), layout="constrained")
+        FigureCanvasAgg(fig)
+        ax = fig.subplots()
+    for variant in variants:
+        line = curve[curve["variant"] == variant]
+        ax.plot(line["global_step"], line["iqm"], color=colors[variant], lw=1.4, label=labels[variant])
+        ax.fill_between(line["global_step"], line["ci_low"], line["ci_high"], color=colors[variant], alpha=0.2, lw=0)
+    for level in (0.0, 1.0):
+        ax.axhline(level, color="0.4", lw=0.8, ls="--")
+    ax.set_xlabel(AXES["global_step"])
+    ax.set_ylabel("IQM normalised score (random = 0, best = 1)")
+    ax.legend(loc="upper left", fontsize="small", ncols=max(1, math.ceil(len(variants) / 6)))
+    fig.suptitle("Sample efficiency: IQM over runs and tasks, 95% stratified bootstrap band")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    return path

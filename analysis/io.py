@@ -100,15 +100,17 @@ def _concat_with_runs(tables: list[pa.Table], runs: pd.DataFrame) -> pd.DataFram
     return pd.concat([meta, merged], axis=1)
 
 
-def load_study(runs_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Load every run under ``runs_dir``.
+def load_study(runs_dir: str | Path, run_dirs: Iterable[str | Path] | None = None
+               ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Load every run under ``runs_dir``, or exactly ``run_dirs`` when given (the pipeline passes the
+    study's current runs, so a run left over from an earlier seed count is not counted).
 
     Returns ``(episodes, updates, manifests)``: the first two are the concatenated
     parquet files with ``run_id, task, variant, variant_label, seed, status`` prepended;
     ``manifests`` has one row per run (scalar manifest fields, ``paper_setting``,
     ``paper_param`` and ``run_dir``).
     """
-    run_dirs = find_run_dirs(runs_dir)
+    run_dirs = find_run_dirs(runs_dir) if run_dirs is None else sorted(Path(d) for d in run_dirs)
     rows, episodes, updates = [], [], []
     for run_dir in run_dirs:
         rows.append(_flatten_manifest(read_manifest(run_dir / "manifest.json"), run_dir))

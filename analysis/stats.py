@@ -4,12 +4,14 @@ beside pandas 3.
 
 The stratified bootstrap resamples runs with replacement *within* each task, so every
 resample keeps the study's task mix; ``scipy.stats.bootstrap`` gives exactly that when
-each task is passed as its own sample.
+each task is passed as its own sample. :func:`stratified_bootstrap` is the general form
+(several values per resample, runs carrying whole curves, independent strata for
+two-variant statistics) that :mod:`analysis.aggregate` and the sample-efficiency curve use.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -81,6 +83,66 @@ def stratified_bootstrap_ci(
     )
     ci = result.confidence_interval
     return Interval(point, float(ci.low), float(ci.high))
+
+
+# Resampled values held in memory at once; larger bootstraps are evaluated in batches.
+_BATCH_ELEMENTS = 4_000_000
+
+
+def stratified_bootstrap(
+    strata: Sequence[np.ndarray],
+    statistic: Callable[[list[np.ndarray]], np.ndarray],
+    n_resamples: int = 10_000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    cost_per_value: int = 1,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Point estimate and percentile bootstrap interval of a statistic of several strata.
+
+    ``strata`` are arrays with one row per run (axis 0; further axes, e.g. grid points,
+    stay attached to their run). Each resample redraws, independently in every stratum,
+    as many rows as the stratum has, with replacement. ``statistic(parts)`` receives one
+    array per stratum shaped ``(B, n_rows, ...)`` (``B`` resamples side by side) and
+    returns an array shaped ``(B, ...)``; it may return several values per resample.
+
+    Returns ``(point, low, high)``, each shaped like one resample's statistic. A stratum
+    with a single row is held fixed (its resample is always itself); when no stratum has
+    two rows there is nothing to resample and ``low``/``high`` are NaN. The row indices
+    are drawn with ``np.random.default_rng(seed)`` stratum by stratum, as
+    ``scipy.stats.bootstrap`` draws them, so a statistic that :func:`stratified_bootstrap_ci`
+    also computes gets the same interval from the same seed. ``cost_per_value`` (e.g. the
+    number of thresholds a statistic compares every value with) only sizes the batches.
+    """
+    arrays = [np.asarray(s, dtype=float) for s in strata]
+    if not arrays or any(a.ndim == 0 or a.shape[0] == 0 for a in arrays):
+        raise ValueError("every stratum needs at least one row")
+    if not all(np.all(np.isfinite(a)) for a in arrays):
+        raise ValueError("values must be finite")
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    point = np.asarray(statistic([a[np.newaxis] for a in arrays]), dtype=float)[0]
+    if all(a.shape[0] < 2 for a in arrays):
+        return point, np.full(point.shape, np.nan), np.full(point.shape, np.nan)
+    rng = np.random.default_rng(seed)
+    indices = [
+        rng.integers(0, a.shape[0], (n_resamples, a.shape[0])) if a.shape[0] >= 2 else None
+        for a in arrays
+    ]
+    per_resample = sum(a.size for a in arrays) * max(1, cost_per_value)
+    batch = max(1, _BATCH_ELEMENTS // per_resample)
+    distribution = []
+    for start in range(0, n_resamples, batch):
+        stop = min(start + batch, n_resamples)
+        parts = [
+            a[idx[start:stop]] if idx is not None else np.broadcast_to(a, (stop - start, *a.shape))
+            for a, idx in zip(arrays, indices)
+        ]
+        distribution.append(np.asarray(statistic(parts), dtype=float))
+    tail = 100.0 * (1.0 - confidence) / 2.0
+    low, high = np.percentile(np.concatenate(distribution, axis=0), [tail, 100.0 - tail], axis=0)
+    return point, low, high
 
 
 def bootstrap_ci(

@@ -1,55 +1,73 @@
-"""Train one group of a study:  python -m ppo.run --study table1 --scale reduced --group Hopper-0 --out results/table1/reduced/runs
+"""Train a group of a study's runs in one process:
 
-The group is looked up in the study (ppo.study), so the command line carries names, not settings.
+    python -m ppo.run --study table1 --scale reduced \\
+        results/table1/reduced/runs/Hopper-v5/clip_0.2/seed0/manifest.json ...
+
+The runs are named by their output files (``<runs>/<task>/<variant>/seed<k>/<file>``), which is what the
+Snakemake rule passes as ``{output}``; their settings are resolved from the study's files (ppo.study),
+exactly as the Snakefile resolved them when it planned the job.
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import sys
 from pathlib import Path
 
 import torch
 
 from .config import ConfigError
-from .study import load_study
+from .study import Run, Study, load_study
 from .train import RunSpec, train_group
 
 
-def run_dir(out: Path, run) -> Path:
-    return out / run.task / run.variant.name / f"seed{run.seed}"
+def resolve_run(study: Study, run_dir: Path) -> Run:
+    """The study's run whose records go to ``run_dir`` = ``<runs>/<task>/<variant>/seed<k>``."""
+    task, variant, seed = run_dir.parts[-3:]
+    variants = {v.name: v for v in study.variants}
+    if task not in study.tasks or variant not in variants or not seed.removeprefix("seed").isdigit():
+        raise ConfigError(f"{run_dir}: not a run of study {study.name} ({study.path}): "
+                          "expected <runs>/<task>/<variant>/seed<k> with the study's tasks and variants")
+    return Run(task, variants[variant], int(seed.removeprefix("seed")))
+
+
+def checkpoint_path(run_dirs: list[Path]) -> Path:
+    """<runs>/../checkpoints/<task>-<hash of the group's runs>.pt: not a Snakemake output, so a failed
+    job's checkpoint survives for the retry; the hash keeps differently packed groups apart."""
+    runs_root = run_dirs[0].parents[2]
+    key = hashlib.sha256("\n".join(sorted(str(d) for d in run_dirs)).encode()).hexdigest()[:16]
+    return runs_root.parent / "checkpoints" / f"{run_dirs[0].parts[-3]}-{key}.pt"
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--study", required=True)
     p.add_argument("--scale", required=True)
-    p.add_argument("--seeds", type=int, default=None)
-    p.add_argument("--group-size", type=int, default=0)
-    p.add_argument("--group", required=True, help="group id from the study's plan, e.g. Hopper-0")
-    p.add_argument("--out", required=True, type=Path, help="runs directory")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--checkpoint-every", type=int, default=10,
+                   help="save the group's state every N updates (0 = never); a restarted job resumes from it")
+    p.add_argument("outputs", nargs="+", type=Path, help="output files of the runs to train (any file per run)")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
+    run_dirs = list(dict.fromkeys(path.parent for path in args.outputs))  # unique, in order
     try:
-        study = load_study(args.study, args.scale, args.seeds)
+        study = load_study(args.study, args.scale)
+        runs = [resolve_run(study, d) for d in run_dirs]
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    groups = {g.group_id: g for g in study.groups(args.group_size)}
-    if args.group not in groups:
-        print(f"error: no group {args.group!r} in study {args.study} ({sorted(groups)})", file=sys.stderr)
-        return 2
     specs = [
-        RunSpec(run.run_id, run.task, run.variant.config, run.seed, run_dir(args.out, run), meta={
+        RunSpec(run.run_id, run.task, run.variant.config, run.seed, run_dir, meta={
             "study": study.name, "scale": study.scale, "scale_label": study.label, "reduced": study.reduced,
             "variant": run.variant.name, "variant_label": run.variant.label, "paper_row": run.variant.paper_row,
             "preset": run.variant.preset.name, "overrides": run.variant.overrides,
             "config_digest": run.config_digest,
         })
-        for run in groups[args.group].runs
+        for run, run_dir in zip(runs, run_dirs)
     ]
-    print(f"group {args.group}: {len(specs)} runs of {specs[0].task}, {study.total_steps} steps each", flush=True)
-    train_group(specs, log=lambda msg: print(msg, flush=True))
+    print(f"group of {len(specs)} runs of {specs[0].task}, {study.total_steps:,} steps each", flush=True)
+    train_group(specs, log=lambda msg: print(msg, flush=True), checkpoint=checkpoint_path(run_dirs),
+                checkpoint_every=args.checkpoint_every)
     return 0
 
 

@@ -60,18 +60,20 @@ class Study:
     def runs(self) -> list[Run]:
         return [Run(t, v, s) for t in self.tasks for v in self.variants for s in range(self.seeds)]
 
-    def groups(self, group_size: int = 0) -> list[Group]:
-        """Pack each task's runs into groups of at most ``group_size`` (0 = no limit) that can share
-        batched tensors. Grouping never changes a run's results, only how many processes train them."""
+    def groups(self, group_size: int = 0, runs: list[Run] | None = None) -> list[Group]:
+        """Pack each task's runs (default: all) into groups of at most ``group_size`` (0 = no limit)
+        that can share batched tensors. Grouping never changes a run's results, only how many
+        processes train them."""
+        runs = self.runs() if runs is None else runs
         groups = []
         for task in self.tasks:
             by_structure: dict[tuple, list[Run]] = {}
-            for run in (r for r in self.runs() if r.task == task):
+            for run in (r for r in runs if r.task == task):
                 by_structure.setdefault(run.variant.config.structural_key(), []).append(run)
             chunks = []
-            for runs in by_structure.values():
-                size = group_size or len(runs)
-                chunks += [runs[i:i + size] for i in range(0, len(runs), size)]
+            for members in by_structure.values():
+                size = group_size or len(members)
+                chunks += [members[i:i + size] for i in range(0, len(members), size)]
             for i, chunk in enumerate(chunks):
                 groups.append(Group(f"{task_name(task)}-{i}", task, tuple(chunk)))
         return groups

@@ -62,3 +62,32 @@ def test_bad_config_value_is_refused(project):
     failed = subprocess.run([*SNAKEMAKE, "-n", "--config", "scale=smoke", "group_size=-3"], cwd=project,
                             capture_output=True, text=True)
     assert failed.returncode != 0 and "group_size" in failed.stdout + failed.stderr
+
+
+def planned_training(project, *config):
+    """Run directories the dry-run would train, read from its `python -m ppo.run` shell commands."""
+    plan = subprocess.run([*SNAKEMAKE, "-n", "-p", "--config", "scale=smoke", *config], cwd=project,
+                          capture_output=True, text=True)
+    assert plan.returncode == 0, plan.stdout[-2000:] + plan.stderr[-2000:]
+    dirs = set()
+    for line in plan.stdout.splitlines():
+        if "-m ppo.run" in line:
+            dirs |= {str(Path(tok).parent) for tok in line.split() if tok.endswith("manifest.json")}
+    return dirs
+
+
+def test_regrouping_retrains_nothing_and_a_new_variant_trains_only_its_runs(project):
+    assert planned_training(project, "group_size=1") == set()
+    assert planned_training(project, "group_size=3") == set()
+    new = project / "experiments/variants/clip_0.4.yaml"
+    new.write_text("label: eps 0.4\npreset: ppo_mujoco_paper\noverrides: {objective: {clip_epsilon: 0.4}}\n")
+    try:
+        planned = planned_training(project)
+        assert planned == {f"results/table1/smoke/runs/{task}/clip_0.4/seed0"
+                           for task in ("InvertedPendulum-v5", "Hopper-v5")}
+        # More seeds: only the new seed's runs.
+        new.unlink()
+        planned = planned_training(project, "seeds=2")
+        assert planned and all(d.endswith("/seed1") for d in planned)
+    finally:
+        new.unlink(missing_ok=True)

@@ -3,6 +3,9 @@
 The study is the hand-normalised example of test_analysis_table1.py with
 T1 = Hopper-v5 (random 0), T2 = Swimmer-v5 (random -10), a = clip_0.2, b = no_clip;
 every run repeats one return, so its final score is that return.
+
+Normalised (best: clip on Hopper, 15; no_clip on Swimmer, 40, span 50):
+clip Hopper 2/3, 4/3; Swimmer 0.2, 0.4. no_clip Hopper 4/15, 6/15; Swimmer 0.8, 1.2.
 """
 
 from __future__ import annotations
@@ -60,6 +63,8 @@ def test_report_end_to_end(study):
     for name in (
         "table1.csv", "table1.md", "table1_per_task.csv", "per_task_clip0.2.csv",
         "per_task_clip0.2.md", "curves_steps.png", "curves_walltime.png", "rank_agreement.json",
+        "aggregates.csv", "aggregates.md", "probability_of_improvement.csv",
+        "probability_of_improvement.md", "performance_profile.png", "sample_efficiency.png",
     ):
         assert (out / name).is_file(), name
 
@@ -89,8 +94,47 @@ def test_report_end_to_end(study):
     assert len(hopper) > 0 and hopper["ref_algo"].str.contains("ppo", case=False).all()
     assert hopper["comparable"].str.contains("vs our v5").all()
 
+    _check_aggregates(out, t1)
+
     agreement = json.loads((out / "rank_agreement.json").read_text())
     assert agreement["n"] == 2 and agreement["rho"] is None  # two variants: no rank test
+
+
+def _check_aggregates(out: Path, t1: pd.DataFrame) -> None:
+    """clip_0.2's four runs pooled: 0.2, 0.4, 2/3, 4/3.
+
+    IQM = mean of the middle two = (0.4 + 2/3) / 2 = 8/15. In a resample Swimmer's runs
+    stay below Hopper's, so IQM = (max of Swimmer's resample + min of Hopper's) / 2:
+    lowest (0.2 + 2/3) / 2 = 13/30 (Swimmer draws 0.2 twice, Hopper not 4/3 twice:
+    1/4 * 3/4), highest (0.4 + 4/3) / 2 = 13/15, likewise 3/16 -> CI [13/30, 13/15].
+    Median of the task means 1 and 0.3 = 0.65 = mean (Table 1's value, same CI).
+    Optimality gap = (1/3 + 0 + 0.8 + 0.6) / 4 = 13/30; extremes (0 + 1.2) / 4 = 0.3 and
+    (2/3 + 1.6) / 4 = 17/30, each with probability 1/16 -> CI [0.3, 17/30].
+    no_clip: IQM (0.4 + 0.8) / 2 = 0.6, gap (11/15 + 9/15 + 0.2 + 0) / 4 = 23/60.
+    P(no_clip > clip): Hopper 0, Swimmer 1 in every resample -> 0.5, CI [0.5, 0.5].
+    """
+    agg = pd.read_csv(out / "aggregates.csv").set_index("variant")
+    clip = agg.loc["clip_0.2"]
+    assert clip["iqm"] == pytest.approx(8 / 15)
+    assert (clip["iqm_ci_low"], clip["iqm_ci_high"]) == (pytest.approx(13 / 30), pytest.approx(13 / 15))
+    assert clip["median"] == pytest.approx(0.65) and clip["mean"] == pytest.approx(0.65)
+    assert clip["mean_ci_low"] == pytest.approx(t1.loc["clip_0.2", "ci_low"], abs=1e-12)
+    assert clip["mean_ci_high"] == pytest.approx(t1.loc["clip_0.2", "ci_high"], abs=1e-12)
+    assert clip["optimality_gap"] == pytest.approx(13 / 30)
+    gap_ci = (clip["optimality_gap_ci_low"], clip["optimality_gap_ci_high"])
+    assert gap_ci == (pytest.approx(0.3), pytest.approx(17 / 30))
+    assert (clip["n_tasks"], clip["n_runs"]) == (2, 4)
+    assert agg.loc["no_clip", "iqm"] == pytest.approx(0.6)
+    assert agg.loc["no_clip", "optimality_gap"] == pytest.approx(23 / 60)
+    assert "Agarwal et al. 2021 as rliable defines them" in (out / "aggregates.md").read_text()
+
+    poi = pd.read_csv(out / "probability_of_improvement.csv")
+    assert poi.to_dict("records") == [
+        {"variant": "no_clip", "anchor": "clip_0.2", "p_improvement": 0.5, "ci_low": 0.5, "ci_high": 0.5}
+    ]
+    assert "- unit-test budget" in (out / "probability_of_improvement.md").read_text()
+    for png in ("performance_profile.png", "sample_efficiency.png"):
+        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_missing_random_score_is_a_clear_error(study):

@@ -1,8 +1,13 @@
+import json
+import os
 import sys
 from pathlib import Path
 
 PROJECT = Path(workflow.basedir).parent
 sys.path.insert(0, str(PROJECT))
+# Jobs call plain `python`: the interpreter running Snakemake, whatever its path, so the shell commands
+# (which Snakemake tracks as code) stay the same on every machine.
+os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
 
 from ppo.config import ConfigError
 from ppo.study import load_study
@@ -14,11 +19,9 @@ try:
 except ConfigError as err:
     raise WorkflowError(f"invalid experiment configuration: {err}")
 
-GROUPS = STUDY.groups(config["group_size"])
 RESULTS = f"results/{STUDY.name}/{STUDY.scale}"
 RUNS_DIR = f"{RESULTS}/runs"
 RUN_FILES = ("episodes.parquet", "updates.parquet", "manifest.json")
-PY = sys.executable
 
 
 def run_dir(run):
@@ -29,5 +32,30 @@ def run_outputs(runs):
     return [f"{run_dir(r)}/{name}" for r in runs for name in RUN_FILES]
 
 
+def is_current(run):
+    """Finished, with every record, under the configuration the study now resolves for it."""
+    manifest = Path(run_dir(run)) / "manifest.json"
+    if not all((Path(run_dir(run)) / name).exists() for name in RUN_FILES):
+        return False
+    try:
+        return json.loads(manifest.read_text()).get("config_digest") == run.config_digest
+    except (OSError, json.JSONDecodeError):
+        return False
+
+
+# Only runs that are missing or whose resolved configuration changed are packed into training jobs, so
+# a new variant or more seeds train just the new runs, and changing group_size re-trains nothing.
+PENDING = [r for r in STUDY.runs() if not is_current(r)]
+GROUPS = STUDY.groups(config["group_size"], PENDING)
+
+
 def random_score(task):
     return f"results/random/{task}.parquet"
+
+
+def expected_seconds(group):
+    """Rough single-core time of a training job: env steps over the simulator's speed, times ~3 for
+    learning. Only its ordering matters (longest jobs start first); unknown tasks count as the slowest."""
+    speeds = config.get("sim_steps_per_second") or {}
+    speed = speeds.get(group.task, min(speeds.values(), default=10_000))
+    return 3 * len(group.runs) * STUDY.total_steps / speed

@@ -1,6 +1,7 @@
-# Training: one job per group of runs (same task; any mix of seeds and objective settings), each run
-# writing its own records. A rule per group lets each declare its runs' files as outputs, so changing
-# group_size or adding seeds re-uses every finished run.
+# Training: one job per group of pending runs (same task; any mix of seeds and objective settings), each
+# run writing its own records, declared as the job's outputs. The shell command is the same text for
+# every group (Snakemake tracks it as code); which runs a job trains is given by its {output} paths.
+
 
 for _group in GROUPS:
 
@@ -10,21 +11,23 @@ for _group in GROUPS:
         output:
             run_outputs(_group.runs),
         params:
-            group=_group.group_id,
+            study=STUDY.name,
+            scale=STUDY.scale,
             # A run re-trains when its resolved configuration changes, and only then.
             configs={r.run_id: r.config_digest for r in _group.runs},
+            checkpoint_every=config["checkpoint_every"],
         log:
             f"logs/{STUDY.name}/{STUDY.scale}/train_{_group.group_id}.log",
         benchmark:
-            f"benchmarks/{STUDY.name}/{STUDY.scale}/train_{_group.group_id}.tsv"
+            f"{RESULTS}/benchmarks/train_{_group.group_id}.tsv"
         threads: config["torch_threads"]
+        priority: int(expected_seconds(_group))  # longest first: balances the cores
         resources:
-            mem_mb=lambda wc, input, threads, g=_group: 1000 + 40 * len(g.runs),
-            runtime=lambda wc, input, threads, g=_group: max(10, int(len(g.runs) * STUDY.total_steps / 1000 / 60)),
+            mem_mb=1000 + 40 * len(_group.runs),
+            runtime=max(10, int(2 * expected_seconds(_group) / 60)),  # minutes, with a 2x margin
         shell:
-            "{PY} -m ppo.run --study {STUDY.name} --scale {STUDY.scale} --seeds {STUDY.seeds} "
-            "--group-size {config[group_size]} --group {params.group} --out {RUNS_DIR} "
-            "--threads {threads} > {log} 2>&1"
+            "python -m ppo.run --study {params.study} --scale {params.scale} --threads {threads} "
+            "--checkpoint-every {params.checkpoint_every} {output} > {log} 2>&1"
 
 
 rule random_policy:
@@ -35,5 +38,5 @@ rule random_policy:
     log:
         "logs/random/{task}.log",
     shell:
-        "{PY} -m ppo.random_policy --task {wildcards.task} --episodes {params.episodes} --seed 0 "
+        "python -m ppo.random_policy --task {wildcards.task} --episodes {params.episodes} --seed 0 "
         "--out {output} > {log} 2>&1"

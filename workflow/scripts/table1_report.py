@@ -9,7 +9,12 @@ Usage (from the repository root, or from a Snakemake ``shell:`` rule):
         --budget-note "50k steps per run instead of 1M"
 
 Writes table1.csv, table1.md, table1_per_task.csv, per_task_<variant>.csv/.md,
-curves_steps.png, curves_walltime.png and rank_agreement.json into --out-dir.
+curves_steps.png, curves_walltime.png and rank_agreement.json into --out-dir, and the
+aggregate statistics of Agarwal et al. 2021 on the same normalised scores:
+aggregates.csv/.md (IQM, median, mean, optimality gap per variant),
+probability_of_improvement.csv/.md (each variant vs the --variant anchor),
+performance_profile.png and sample_efficiency.png. Every interval uses --n-resamples
+and --seed, so the report is reproducible.
 The differences from the paper listed in the markdown files are derived from the runs
 and reference/ppo2017_hyperparameters.csv, plus every --budget-note given.
 """
@@ -27,7 +32,20 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from analysis.curves import learning_curves, plot_curves, plot_curves_walltime  # noqa: E402
+from analysis.aggregate import (  # noqa: E402
+    aggregate_metrics,
+    default_taus,
+    improvement_vs_anchor,
+    performance_profile,
+    plot_performance_profile,
+)
+from analysis.curves import (  # noqa: E402
+    learning_curves,
+    plot_curves,
+    plot_curves_walltime,
+    plot_sample_efficiency,
+    sample_efficiency,
+)
 from analysis.io import RunDataError, load_random, load_study  # noqa: E402
 from analysis.references import format_steps, load_references, per_task_reference  # noqa: E402
 from analysis.report_tables import write_table  # noqa: E402
@@ -50,11 +68,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options; see the module docstring for an example."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--runs", required=True, type=Path, help="results/<study>/runs")
+    p.add_argument("--manifests", nargs="+", type=Path, default=None,
+                   help="only these runs (their manifest.json files); default: every run under --runs")
     p.add_argument("--random", required=True, nargs="+", type=Path, help="results/random/<task>.parquet files")
     p.add_argument("--reference-dir", required=True, type=Path, help="folder with ppo2017_table1.csv etc.")
     p.add_argument("--out-dir", required=True, type=Path)
     p.add_argument("--budget-note", action="append", default=[], help="extra difference from the paper (repeatable)")
-    p.add_argument("--variant", default="clip_0.2", help="variant for the per-task reference table")
+    p.add_argument("--variant", default="clip_0.2",
+                   help="anchor variant: per-task reference table and probability of improvement")
     p.add_argument("--window", type=int, default=100, help="episodes in the final score (paper: 100)")
     p.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap resamples")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
@@ -142,9 +163,50 @@ def _json_number(value: float) -> float | None:
     return None if value is None or math.isnan(value) else value
 
 
+AGGREGATE_NOTE = (
+    "Aggregates: the paper reports only the mean. IQM (25% trimmed mean of all runs), median "
+    "(of the per-task mean scores), optimality gap (mean shortfall below the best setting, "
+    "gamma = 1) and probability of improvement (Mann-Whitney, ties 1/2, averaged over tasks) "
+    "follow Agarwal et al. 2021 as rliable defines them."
+)
+
+
+def write_aggregates(
+    normalized: pd.DataFrame,
+    episodes: pd.DataFrame,
+    manifests: pd.DataFrame,
+    notes: Sequence[str],
+    args: argparse.Namespace,
+    out: Path,
+) -> dict[str, Path]:
+    """The rliable-style statistics: two tables (CSV + markdown) and two figures."""
+    notes = [*notes, AGGREGATE_NOTE]
+    written: dict[str, Path] = {}
+    aggregates = aggregate_metrics(normalized, args.n_resamples, seed=args.seed)
+    write_table(
+        aggregates, out / "aggregates.csv", out / "aggregates.md", notes,
+        "Aggregate normalised score per setting (95% stratified bootstrap CIs)",
+    )
+    written["aggregates"] = out / "aggregates.csv"
+    improvement = improvement_vs_anchor(normalized, args.variant, args.n_resamples, seed=args.seed)
+    write_table(
+        improvement, out / "probability_of_improvement.csv", out / "probability_of_improvement.md", notes,
+        f"Probability that a setting improves on {args.variant} (95% stratified bootstrap CIs)",
+    )
+    written["probability_of_improvement"] = out / "probability_of_improvement.csv"
+    profile = performance_profile(normalized, default_taus(normalized), args.n_resamples, seed=args.seed)
+    written["performance_profile.png"] = plot_performance_profile(profile, out / "performance_profile.png")
+    curve = sample_efficiency(
+        episodes, manifests, normalized, args.curve_points, args.curve_smooth, args.n_resamples, seed=args.seed
+    )
+    written["sample_efficiency.png"] = plot_sample_efficiency(curve, out / "sample_efficiency.png")
+    return written
+
+
 def run_report(args: argparse.Namespace) -> dict[str, Path]:
     """Compute every table and figure and write them; returns the written paths."""
-    episodes, _updates, manifests = load_study(args.runs)
+    run_dirs = None if args.manifests is None else [m.parent for m in args.manifests]
+    episodes, _updates, manifests = load_study(args.runs, run_dirs)
     random_scores = load_random(args.random)
     check_random(manifests["task"].unique(), random_scores, args.random)
     scores = final_scores(episodes, window=args.window)
@@ -160,7 +222,8 @@ def run_report(args: argparse.Namespace) -> dict[str, Path]:
     t1 = table1(scores, random_scores, paper_rows(manifests), published, args.n_resamples, seed=args.seed)
     write_table(t1, out / "table1.csv", out / "table1.md", notes, "Table 1: average normalised score", {"rank_ours": 1, "rank_published": 1})
     written["table1"] = out / "table1.csv"
-    per_task = per_task_table(normalize_scores(scores, random_scores))
+    normalized = normalize_scores(scores, random_scores)
+    per_task = per_task_table(normalized)
     per_task.to_csv(out / "table1_per_task.csv", index=False)
     written["table1_per_task"] = out / "table1_per_task.csv"
 
@@ -180,6 +243,8 @@ def run_report(args: argparse.Namespace) -> dict[str, Path]:
             episodes, manifests, axis, args.curve_points, args.curve_smooth, seed=args.seed
         )
         written[name] = plot(curves, out / name)
+
+    written.update(write_aggregates(normalized, episodes, manifests, notes, args, out))
 
     agreement = rank_agreement(t1)
     agreement = {k: _json_number(v) if isinstance(v, float) else v for k, v in agreement.items()}

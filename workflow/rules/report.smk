@@ -1,0 +1,66 @@
+# The report's own outputs: provenance of the results, and every CSV table as an HTML page.
+# Included after analysis.smk (and after any rule file that adds a CSV to REPORT_FILES): it reads
+# REPORT_FILES to find the tables.
+#
+# Snakemake's HTML report shows images, PDFs and HTML results in place, but any other file, CSV included,
+# only as a download link. So each CSV in REPORT_FILES gets an HTML twin (workflow/scripts/table_html.py)
+# with the CSV's caption and category; the report shows it as a table in place.
+
+from snakemake.io import get_flag_value, is_flagged
+
+TABLE_SOURCES = [f for f in REPORT_FILES if f.endswith(".csv")] + [f"{REPORT_DIR}/provenance.csv"]
+
+
+rule provenance:
+    input:
+        # Rebuilt whenever a run or any other report output changes, so the code and software versions it
+        # records are those of the latest rebuild of the tables.
+        manifests=[f"{run_dir(r)}/manifest.json" for r in STUDY.runs()],
+        outputs=list(REPORT_FILES),
+    output:
+        report(f"{REPORT_DIR}/provenance.csv", caption="../report/provenance.rst", category=CATEGORY),
+    params:  # nothing that changes per invocation: params changes make Snakemake re-run the job
+        study=STUDY.name,
+        scale=STUDY.scale,
+        seeds=STUDY.seeds,
+    log:
+        f"logs/{STUDY.name}/{STUDY.scale}/provenance.log",
+    shell:
+        "python workflow/scripts/provenance.py --study {params.study} --scale {params.scale} "
+        "--seeds {params.seeds} --out {output} --manifests {input.manifests} > {log} 2>&1"
+
+
+def _report_flag(path):
+    """The report() settings (caption, category, ...) an earlier rule gave its output ``path``, or None."""
+    for other in workflow.rules:
+        for out in other.output:
+            if out == path and is_flagged(out, "report"):
+                return get_flag_value(out, "report")
+    return None
+
+
+def _caption(flag):
+    """A caption given as a path; report() resolves relative paths against this file's directory."""
+    if flag is None or flag.caption is None:
+        return "../report/table_view.rst"
+    return str(flag.caption.get_path_or_uri(secret_free=True))
+
+
+TABLE_VIEWS = []
+for _source in TABLE_SOURCES:
+    _view = _source[: -len(".csv")] + ".html"
+    _flag = _report_flag(_source)
+    TABLE_VIEWS.append(_view)
+
+    rule:
+        name:
+            "table_view_" + "".join(c if c.isalnum() else "_" for c in Path(_source).stem)
+        input:
+            _source,
+        output:
+            report(_view, caption=_caption(_flag), category=(_flag and _flag.category) or CATEGORY),
+        shell:
+            "python workflow/scripts/table_html.py {input} {output}"
+
+
+REPORT_FILES += [f"{REPORT_DIR}/provenance.csv"] + TABLE_VIEWS
