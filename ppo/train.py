@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-from torch.distributions import Normal, kl_divergence
 
 from . import records
+from . import gaussian
 from .batched import BatchedAdam, GaussianActorCritic, per_run_grad_norm_clip
 from .config import PPOConfig
 from .envs import LockstepEnvs, task_version
@@ -90,8 +90,8 @@ def train_group(specs: list[RunSpec], log=print) -> list[RunResult]:
     init_gens = [torch.Generator().manual_seed(sd["init"]) for sd in seeds]
     sample_gens = [torch.Generator().manual_seed(sd["sampling"]) for sd in seeds]
     agent = GaussianActorCritic(d, A, cfg.hidden_sizes, cfg.init, cfg.log_std_init, init_gens)
-    params = list(agent.parameters())
-    optimizer = BatchedAdam(params, lr=cfg.learning_rate, eps=cfg.adam_eps)
+    flat = agent.params.flat  # every parameter of every run, [G, P]
+    optimizer = BatchedAdam(flat, lr=cfg.learning_rate, eps=cfg.adam_eps)
     normalizer = ObsNormalizer(G, d, cfg.obs_clip, cfg.obs_norm)
     objectives = [s.config.objective for s in specs]
     clip_eps = per_run([o.clip_epsilon for o in objectives], math.inf).view(G, 1)
@@ -129,7 +129,7 @@ def train_group(specs: list[RunSpec], log=print) -> list[RunResult]:
             for t in range(T):
                 obs_buf[t] = envs.obs
                 x = normalizer.numpy(envs.obs.reshape(G, E, d))
-                action = agent.policy(x) + std * noise[t]
+                action = agent.policy_mean(x) + std * noise[t]
                 val_buf[t] = agent.value_of(x).view(N).numpy()
                 act_buf[t] = action.view(N, A)
                 env_action = action.view(N, A).numpy().astype(np.float64)
@@ -171,9 +171,8 @@ def train_group(specs: list[RunSpec], log=print) -> list[RunResult]:
         if cfg.adv_norm == "batch":
             adv_all = (adv_all - adv_all.mean(1, keepdim=True)) / (adv_all.std(1, correction=0, keepdim=True) + 1e-8)
         with torch.no_grad():
-            old = agent.distribution(x_all)
-            old_logp = old.log_prob(act_all).sum(-1)
-            old_mean, old_std = old.mean, agent.log_std.exp()
+            old_mean, old_log_std = agent.policy_mean(x_all), agent.log_std.clone()
+            old_logp = gaussian.log_prob(act_all, old_mean, old_log_std)
         # Per-sample data in one tensor, so a minibatch is a single gather.
         packed = torch.cat([x_all, act_all, old_mean, adv_all[..., None], ret_all[..., None], old_logp[..., None]], -1)
         widths = [d, A, A, 1, 1, 1]
@@ -188,19 +187,19 @@ def train_group(specs: list[RunSpec], log=print) -> list[RunResult]:
                 adv_mb, ret_mb, logp_old = adv_mb.squeeze(-1), ret_mb.squeeze(-1), logp_old.squeeze(-1)
                 if cfg.adv_norm == "minibatch":
                     adv_mb = (adv_mb - adv_mb.mean(1, keepdim=True)) / (adv_mb.std(1, keepdim=True) + 1e-8)
-                dist = agent.distribution(x)
-                logratio = dist.log_prob(act).sum(-1) - logp_old
+                mean = agent.policy_mean(x)
+                logratio = gaussian.log_prob(act, mean, agent.log_std) - logp_old
                 ratio = logratio.exp()
-                kl = kl_divergence(Normal(mean_old, old_std.expand_as(mean_old), validate_args=False), dist).sum(-1)
-                entropy = dist.entropy().sum(-1)
+                kl = gaussian.kl(mean_old, old_log_std, mean, agent.log_std)
+                entropy = gaussian.entropy(agent.log_std)  # [G, 1]: the same for every state
                 policy_loss, surr = objective_terms(ratio, adv_mb, kl, entropy, clip_eps, beta.view(G, 1), ent_coef)
                 value_loss = (agent.value_of(x) - ret_mb).square().mean(1)
                 # Summing over runs keeps them independent: d(sum)/d(run g's slice) = run g's gradient.
                 loss = policy_loss + cfg.vf_coef * value_loss
-                optimizer.zero_grad()
+                agent.params.zero_grad_()  # in place: the parameters' .grad are views of flat.grad
                 loss.sum().backward()
                 if cfg.max_grad_norm is not None:
-                    per_run_grad_norm_clip(params, cfg.max_grad_norm)
+                    per_run_grad_norm_clip(flat, cfg.max_grad_norm)
                 optimizer.step()
                 with torch.no_grad():
                     stats += torch.stack([
@@ -211,8 +210,8 @@ def train_group(specs: list[RunSpec], log=print) -> list[RunResult]:
 
         # ---- (4) β rule on the full-batch KL of this update, divergence check, records
         with torch.no_grad():
-            batch_kl = kl_divergence(Normal(old_mean, old_std.expand_as(old_mean), validate_args=False), agent.distribution(x_all)).sum(-1).mean(1)
-            finite = torch.stack([p.detach().isfinite().flatten(1).all(1) for p in params]).all(0)
+            batch_kl = gaussian.kl(old_mean, old_log_std, agent.policy_mean(x_all), agent.log_std).mean(1)
+            finite = flat.isfinite().all(1)
             finite &= stats.isfinite().all(0) & batch_kl.isfinite()
         next_beta = adapt_beta(beta, batch_kl, kl_target)
         ev = explained_variance(to_runs(val_buf), to_runs(returns))
@@ -263,7 +262,7 @@ def write_run(result: RunResult, agent, normalizer: ObsNormalizer, g: int, group
     spec, out = result.spec, Path(result.spec.out_dir)
     records.write_parquet(result.episodes, out / "episodes.parquet")
     records.write_parquet(result.updates, out / "updates.parquet")
-    model = {name: p[g].detach().clone() for name, p in agent.named_parameters()}
+    model = agent.params.run_state(g)
     records._atomic(out / "model.pt", lambda p: torch.save({"params": model, "obs_norm": normalizer.state(g)}, p))
     manifest = {
         "run_id": spec.run_id, "task": spec.task, "env_version": task_version(spec.task),
