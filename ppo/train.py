@@ -8,6 +8,7 @@ operations, so a run's records do not depend on which runs share its group
 """
 from __future__ import annotations
 
+import json
 import math
 import time
 from dataclasses import dataclass, field
@@ -72,7 +73,11 @@ def explained_variance(pred: np.ndarray, target: np.ndarray) -> np.ndarray:
         return np.where(var == 0, np.nan, 1 - (target - pred).var(axis=1) / var)
 
 
-def train_group(specs: list[RunSpec], log=print) -> list[RunResult]:
+def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
+                checkpoint_every: int = 0) -> list[RunResult]:
+    """Train the runs of ``specs`` together. With ``checkpoint``, the whole group state is saved there
+    every ``checkpoint_every`` updates and a later call resumes from it, with records identical to an
+    uninterrupted run (tests/test_checkpoint.py)."""
     cfg = specs[0].config
     task = specs[0].task
     for s in specs:
@@ -109,7 +114,39 @@ def train_group(specs: list[RunSpec], log=print) -> list[RunResult]:
     alive = np.ones(G, dtype=bool)
     diverged = [(None, None)] * G
     run_of_actor = np.arange(N) // E
-    start = time.perf_counter()
+    start = last_log = time.perf_counter()
+    first_update = 0
+    fingerprint = [(s.run_id, s.task, s.seed, json.dumps(s.config.to_dict(), sort_keys=True)) for s in specs]
+
+    def save_checkpoint(next_update: int) -> None:
+        state = {
+            "fingerprint": fingerprint, "next_update": next_update, "elapsed": time.perf_counter() - start,
+            "params": flat.detach().clone(), "optimizer": optimizer.state_dict(),
+            "normalizer": [normalizer.state(g) for g in range(G)], "beta": beta.clone(),
+            "sample_rng": [g.get_state() for g in sample_gens], "envs": envs.state(),
+            "episodes": episodes, "update_rows": update_rows, "alive": alive.tolist(), "diverged": diverged,
+        }
+        records.atomic_write(checkpoint, lambda p: torch.save(state, p))
+
+    if checkpoint is not None and Path(checkpoint).exists():
+        state = torch.load(checkpoint, weights_only=True)  # tensors and plain containers only
+        if [tuple(f) for f in state["fingerprint"]] != fingerprint:
+            log(f"checkpoint {checkpoint} belongs to other runs or settings; starting from scratch")
+        else:
+            with torch.no_grad():
+                flat.copy_(state["params"])
+            optimizer.load_state_dict(state["optimizer"])
+            normalizer.load_states(state["normalizer"])
+            beta = state["beta"]
+            for g, rng in zip(sample_gens, state["sample_rng"]):
+                g.set_state(rng)
+            envs.load_state(state["envs"])
+            episodes, update_rows = state["episodes"], state["update_rows"]
+            episodes = [[tuple(e) for e in ep] for ep in episodes]
+            alive, diverged = np.array(state["alive"]), [tuple(x) for x in state["diverged"]]
+            first_update = state["next_update"]
+            start -= state["elapsed"]
+            log(f"resumed from {checkpoint} at update {first_update + 1}/{num_updates}")
 
     def to_runs(x):  # [T, N, ...] -> [G, T*E, ...]: each run's batch, sample index t*E + e
         # Contiguous on purpose: a reduction over a strided row sums in another order than over a
@@ -117,7 +154,7 @@ def train_group(specs: list[RunSpec], log=print) -> list[RunResult]:
         x = x.reshape(T, G, E, *x.shape[2:]).swapaxes(0, 1).reshape(G, B, *x.shape[2:])
         return x.contiguous() if isinstance(x, torch.Tensor) else np.ascontiguousarray(x)
 
-    for update in range(num_updates):
+    for update in range(first_update, num_updates):
         t_update = time.perf_counter()
         lr = cfg.learning_rate * (1 - update / num_updates if cfg.lr_schedule == "linear" else 1.0)
         optimizer.set_lr(lr)
@@ -235,12 +272,18 @@ def train_group(specs: list[RunSpec], log=print) -> list[RunResult]:
                 diverged[g] = (global_step, "non-finite loss, parameters or KL after update")
                 log(f"[{specs[g].run_id}] diverged at step {global_step}; recorded, the group goes on")
         beta = next_beta
-        if update % 10 == 0 or update == num_updates - 1:
-            recent = [np.mean([e[1] for e in ep[-10:]]) if ep else math.nan for ep in episodes]
-            log(f"update {update + 1}/{num_updates} step {global_step} group of {G}: "
-                f"{G * B / seconds:,.0f} steps/s; mean recent return {np.nanmean(recent):.1f}")
+        elapsed = time.perf_counter() - start
+        if time.perf_counter() - last_log > 30 or update in (0, num_updates - 1):  # a line per ~30 s at most
+            last_log = time.perf_counter()
+            recent = [np.mean([e[1] for e in ep[-10:]]) for ep in episodes if ep]
+            eta = elapsed / (update + 1) * (num_updates - update - 1)
+            log(f"update {update + 1}/{num_updates}  step {global_step:,}/{num_updates * B:,}  "
+                f"{G * B / seconds:,.0f} steps/s (group of {G})  ETA {eta / 60:.1f} min  "
+                f"recent return {np.mean(recent) if recent else math.nan:.1f}  alive {alive.sum()}/{G}")
         if not alive.any():
             break
+        if checkpoint is not None and checkpoint_every and (update + 1) % checkpoint_every == 0:
+            save_checkpoint(update + 1)
     envs.close()
 
     results = []
@@ -253,6 +296,8 @@ def train_group(specs: list[RunSpec], log=print) -> list[RunResult]:
             write_run(result, agent, normalizer, g, group=[s.run_id for s in specs],
                       wall_seconds=time.perf_counter() - start)
         results.append(result)
+    if checkpoint is not None:
+        Path(checkpoint).unlink(missing_ok=True)  # every record is written; nothing left to resume
     return results
 
 
@@ -263,7 +308,7 @@ def write_run(result: RunResult, agent, normalizer: ObsNormalizer, g: int, group
     records.write_parquet(result.episodes, out / "episodes.parquet")
     records.write_parquet(result.updates, out / "updates.parquet")
     model = agent.params.run_state(g)
-    records._atomic(out / "model.pt", lambda p: torch.save({"params": model, "obs_norm": normalizer.state(g)}, p))
+    records.atomic_write(out / "model.pt", lambda p: torch.save({"params": model, "obs_norm": normalizer.state(g)}, p))
     manifest = {
         "run_id": spec.run_id, "task": spec.task, "env_version": task_version(spec.task),
         "seed": spec.seed, "derived_seeds": result.derived_seeds, "status": result.status,
