@@ -1,17 +1,26 @@
-"""Networks of many independent runs held as one set of batched tensors.
+"""Networks of many independent runs held as one batched parameter tensor.
 
-Run ``g`` owns slice ``[g]`` of every parameter. A forward pass is one ``baddbmm`` per layer for all
-runs, and because every operation acts on each slice separately, the gradient of the *sum* of the
-runs' losses with respect to slice ``g`` is exactly run ``g``'s own gradient; Adam is elementwise, so one
-optimizer over the stacked tensors is G independent optimizers.
+All parameters of run ``g`` live in row ``g`` of one ``[G, P]`` tensor; layers are views into it. A
+forward pass is one ``baddbmm`` per layer for all runs. Every operation acts on each run's slice
+separately, so the gradient of the *sum* of the runs' losses with respect to row ``g`` is exactly run
+``g``'s own gradient, and one fused Adam step over the whole tensor is G independent Adam steps.
+
+Bit-identity across group sizes (tests/test_group_training.py) needs three precautions, each below:
+rows padded to a multiple of 64 floats, slots aligned to 16 floats, one-column layers without gemv.
 """
 from __future__ import annotations
 
 import math
+import warnings
 
 import torch
 from torch import nn
-from torch.distributions import Normal
+
+# The parameters' gradients are strided views of flat.grad on purpose (see FlatParameters).
+warnings.filterwarnings("ignore", message="grad and param do not obey the gradient layout contract")
+
+ROW_MULTIPLE = 64  # fused Adam handles whole SIMD vectors, then a scalar tail that rounds differently
+SLOT_ALIGN = 16  # every view starts 64-byte aligned relative to its row, whatever the group size
 
 
 def init_weight(kind: str, fan_in: int, fan_out: int, scale: float, gen: torch.Generator) -> torch.Tensor:
@@ -31,35 +40,66 @@ def init_weight(kind: str, fan_in: int, fan_out: int, scale: float, gen: torch.G
     raise ValueError(f"unknown init {kind!r}")
 
 
-class BatchedMLP(nn.Module):
-    """G independent tanh MLPs; input [G, B, in] -> output [G, B, out]."""
+class FlatParameters(nn.Module):
+    """Named per-run parameters whose storage (and gradients) are slices of one [G, P] buffer.
 
-    def __init__(self, sizes: list[int], out_scale: float, init: str, gens: list[torch.Generator]):
+    Each parameter is an ordinary leaf, so backward is as cheap as with separate tensors; its data and
+    its ``.grad`` are views into ``flat`` and ``flat.grad`` (autograd accumulates into an existing
+    gradient in place), so one fused optimizer step on ``flat`` updates every parameter of every run.
+    """
+
+    def __init__(self, tensors: dict[str, torch.Tensor]):
         super().__init__()
-        self.layers: list[tuple[nn.Parameter, nn.Parameter]] = []  # plain list: no ParameterList lookups per call
-        n_layers = len(sizes) - 1
-        for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):
-            # Hidden layers get unit scale (ppo1: normc(1.0); ppo2: orthogonal gain sqrt(2)); the output
-            # layer gets out_scale.
-            scale = out_scale if i == n_layers - 1 else (1.0 if init == "normc" else math.sqrt(2))
-            w = nn.Parameter(torch.stack([init_weight(init, fan_in, fan_out, scale, g) for g in gens]))
-            b = nn.Parameter(torch.zeros(len(gens), 1, fan_out))
-            self.register_parameter(f"w{i}", w)
-            self.register_parameter(f"b{i}", b)
-            self.layers.append((w, b))
+        G = next(iter(tensors.values())).shape[0]
+        offsets, offset = {}, 0
+        for name, t in tensors.items():
+            offsets[name] = offset
+            offset += math.ceil(t[0].numel() / SLOT_ALIGN) * SLOT_ALIGN
+        P = math.ceil(offset / ROW_MULTIPLE) * ROW_MULTIPLE
+        self.flat = nn.Parameter(torch.zeros(G, P))
+        self.flat.grad = torch.zeros(G, P)
+        self.views: dict[str, nn.Parameter] = {}
+        for name, t in tensors.items():
+            lo, hi = offsets[name], offsets[name] + t[0].numel()
+            with torch.no_grad():
+                self.flat[:, lo:hi] = t.reshape(G, -1)
+            param = nn.Parameter(self.flat.data[:, lo:hi].view(t.shape))
+            param.grad = self.flat.grad[:, lo:hi].view(t.shape)
+            self.views[name] = param
+            self.register_parameter(name.replace(".", "_"), param)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        last = len(self.layers) - 1
-        for i, (w, b) in enumerate(self.layers):
-            if w.shape[-1] == 1:
-                # A one-column product goes through MKL's gemv when G = 1 and gemm otherwise, which round
-                # differently; a multiply-and-sum keeps a run's value bit-identical for any group size.
-                x = (x * w.transpose(1, 2)).sum(-1, keepdim=True) + b
-            else:
-                x = torch.baddbmm(b, x, w)
-            if i < last:
-                x = torch.tanh(x)
-        return x
+    def zero_grad_(self) -> None:
+        self.flat.grad.zero_()
+
+    def run_state(self, g: int) -> dict[str, torch.Tensor]:
+        return {name: v[g].detach().clone() for name, v in self.views.items()}
+
+
+def mlp_weights(prefix: str, sizes: list[int], out_scale: float, init: str,
+                gens: list[torch.Generator]) -> dict[str, torch.Tensor]:
+    out = {}
+    n_layers = len(sizes) - 1
+    for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+        # Hidden layers: ppo1 normc(1.0), ppo2 orthogonal(sqrt 2); the output layer gets out_scale.
+        scale = out_scale if i == n_layers - 1 else (1.0 if init == "normc" else math.sqrt(2))
+        out[f"{prefix}.w{i}"] = torch.stack([init_weight(init, fan_in, fan_out, scale, g) for g in gens])
+        out[f"{prefix}.b{i}"] = torch.zeros(len(gens), 1, fan_out)
+    return out
+
+
+def mlp_forward(layers: list[tuple[torch.Tensor, torch.Tensor]], x: torch.Tensor) -> torch.Tensor:
+    """tanh MLP of G runs: [G, B, in] -> [G, B, out]."""
+    last = len(layers) - 1
+    for i, (w, b) in enumerate(layers):
+        if w.shape[-1] == 1:
+            # A one-column product goes through MKL's gemv when G = 1 and gemm otherwise, which round
+            # differently; a multiply-and-sum keeps a run's value bit-identical for any group size.
+            x = (x * w.transpose(1, 2)).sum(-1, keepdim=True) + b
+        else:
+            x = torch.baddbmm(b, x, w)
+        if i < last:
+            x = torch.tanh(x)
+    return x
 
 
 class GaussianActorCritic(nn.Module):
@@ -70,57 +110,37 @@ class GaussianActorCritic(nn.Module):
         super().__init__()
         sizes = [obs_dim, *hidden]
         # ppo1: policy mean output normc(0.01), value output normc(1.0); ppo2/CleanRL: 0.01 and 1.0 too.
-        self.policy = BatchedMLP([*sizes, act_dim], 0.01, init, gens)
-        self.value = BatchedMLP([*sizes, 1], 1.0, init, gens)
-        self.log_std = nn.Parameter(torch.full((len(gens), 1, act_dim), float(log_std_init)))
+        tensors = {**mlp_weights("policy", [*sizes, act_dim], 0.01, init, gens),
+                   **mlp_weights("value", [*sizes, 1], 1.0, init, gens),
+                   "log_std": torch.full((len(gens), 1, act_dim), float(log_std_init))}
+        self.params = FlatParameters(tensors)
+        v = self.params.views
+        n = len(sizes)
+        self.policy_layers = [(v[f"policy.w{i}"], v[f"policy.b{i}"]) for i in range(n)]
+        self.value_layers = [(v[f"value.w{i}"], v[f"value.b{i}"]) for i in range(n)]
+        self.log_std = v["log_std"]  # [G, 1, act_dim]
 
-    def distribution(self, obs: torch.Tensor) -> Normal:
-        """Action distribution for obs [G, B, obs_dim]; event dims are summed by the caller."""
-        mean = self.policy(obs)
-        # No argument validation: a diverged run (NaN parameters) must be recorded, not raise.
-        return Normal(mean, self.log_std.exp().expand_as(mean), validate_args=False)
+    def policy_mean(self, obs: torch.Tensor) -> torch.Tensor:
+        return mlp_forward(self.policy_layers, obs)
 
     def value_of(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.value(obs).squeeze(-1)
+        return mlp_forward(self.value_layers, obs).squeeze(-1)
 
 
-def per_run_grad_norm_clip(params: list[torch.Tensor], max_norm: float) -> torch.Tensor:
-    """Clip each run's global gradient norm separately; returns the pre-clip norms, shape [G]."""
-    sq = sum(p.grad.square().flatten(1).sum(1) for p in params)
-    norms = sq.sqrt()
-    factor = (max_norm / (norms + 1e-6)).clamp(max=1.0)
-    for p in params:
-        p.grad.mul_(factor.view(-1, *([1] * (p.grad.dim() - 1))))
-    return norms
+class BatchedAdam(torch.optim.Adam):
+    """torch's fused Adam over the [G, P] parameter: bit-identical per run because P is a multiple of 64."""
 
-
-class BatchedAdam:
-    """torch's Adam over stacked per-run parameters, fused where that stays bit-identical per run.
-
-    The fused CPU kernel handles whole SIMD vectors and then a scalar tail, which rounds differently; a
-    run's slice only sees the same arithmetic for every group size if no element falls in the tail, so
-    tensors whose per-run size is a multiple of 64 go to the fused kernel and the small rest (biases of
-    tiny layers, log-std) to the plain multi-tensor one.
-    """
-
-    VECTOR_MULTIPLE = 64
-
-    def __init__(self, params: list[torch.Tensor], lr: float, eps: float):
-        fused = [p for p in params if (p.numel() // p.shape[0]) % self.VECTOR_MULTIPLE == 0]
-        rest = [p for p in params if (p.numel() // p.shape[0]) % self.VECTOR_MULTIPLE != 0]
-        self.optimizers = [torch.optim.Adam(fused, lr=lr, eps=eps, fused=True)] if fused else []
-        if rest:
-            self.optimizers.append(torch.optim.Adam(rest, lr=lr, eps=eps, foreach=True))
+    def __init__(self, flat: nn.Parameter, lr: float, eps: float):
+        assert flat.shape[1] % ROW_MULTIPLE == 0
+        super().__init__([flat], lr=lr, eps=eps, fused=True)
 
     def set_lr(self, lr: float) -> None:
-        for opt in self.optimizers:
-            for group in opt.param_groups:
-                group["lr"] = lr
+        for group in self.param_groups:
+            group["lr"] = lr
 
-    def zero_grad(self) -> None:
-        for opt in self.optimizers:
-            opt.zero_grad(set_to_none=False)
 
-    def step(self) -> None:
-        for opt in self.optimizers:
-            opt.step()
+def per_run_grad_norm_clip(flat: nn.Parameter, max_norm: float) -> torch.Tensor:
+    """Clip each run's global gradient norm separately; returns the pre-clip norms, shape [G]."""
+    norms = flat.grad.square().sum(1).sqrt()
+    flat.grad.mul_((max_norm / (norms + 1e-6)).clamp(max=1.0).unsqueeze(1))
+    return norms

@@ -4,7 +4,9 @@ from __future__ import annotations
 import re
 
 import gymnasium as gym
+import mujoco
 import numpy as np
+import torch
 
 from .config import ConfigError
 
@@ -66,11 +68,38 @@ class LockstepEnvs:
             if term or trunc:
                 terminated[i], truncated[i] = term, trunc and not term
                 final_obs[i] = obs
-                finished.append((i, self.episode_return[i], int(self.episode_length[i])))
+                finished.append((i, float(self.episode_return[i]), int(self.episode_length[i])))
                 self.episode_return[i], self.episode_length[i] = 0.0, 0
                 obs, _ = env.reset()
             self.obs[i] = obs
         return rewards, terminated, truncated, final_obs, finished
+
+    def state(self) -> dict:
+        """Everything needed to continue bit-identically: MuJoCo integration state, time-limit counters,
+        reset RNGs, the current observations and the episodes in progress."""
+        physics, elapsed, rngs = [], [], []
+        for env in self.envs:
+            sim = env.unwrapped
+            if not hasattr(sim, "data") or not hasattr(sim, "model"):
+                raise TypeError(f"{sim.spec.id}: checkpointing supports MuJoCo environments only")
+            buf = np.empty(mujoco.mj_stateSize(sim.model, mujoco.mjtState.mjSTATE_INTEGRATION))
+            mujoco.mj_getState(sim.model, sim.data, buf, mujoco.mjtState.mjSTATE_INTEGRATION)
+            physics.append(torch.from_numpy(buf))
+            elapsed.append(int(env._elapsed_steps))
+            rngs.append(sim.np_random.bit_generator.state)
+        return {"physics": physics, "elapsed": elapsed, "rngs": rngs, "obs": torch.from_numpy(self.obs.copy()),
+                "episode_return": torch.from_numpy(self.episode_return.copy()),
+                "episode_length": torch.from_numpy(self.episode_length.copy())}
+
+    def load_state(self, state: dict) -> None:
+        for env, physics, elapsed, rng in zip(self.envs, state["physics"], state["elapsed"], state["rngs"]):
+            sim = env.unwrapped
+            mujoco.mj_setState(sim.model, sim.data, physics.numpy(), mujoco.mjtState.mjSTATE_INTEGRATION)
+            env._elapsed_steps = elapsed
+            sim.np_random.bit_generator.state = rng
+        self.obs[:] = state["obs"].numpy()
+        self.episode_return[:] = state["episode_return"].numpy()
+        self.episode_length[:] = state["episode_length"].numpy()
 
     def close(self) -> None:
         for env in self.envs:

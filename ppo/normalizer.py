@@ -46,3 +46,8 @@ class ObsNormalizer:
     def state(self, run: int) -> dict:
         s = self.stats[run]
         return {"mean": s.mean.tolist(), "var": s.var.tolist(), "count": float(s.count)}
+
+    def load_states(self, states: list[dict]) -> None:
+        for stat, st in zip(self.stats, states):
+            stat.mean, stat.var, stat.count = np.array(st["mean"]), np.array(st["var"]), st["count"]
+        self._refresh()

@@ -21,7 +21,7 @@ def surrogate(ratio: torch.Tensor, adv: torch.Tensor, clip_epsilon: torch.Tensor
 def objective_terms(ratio, adv, kl, entropy, clip_epsilon, kl_beta, ent_coef):
     """Per-run policy loss (negated objective), averaged over the minibatch axis (dim 1).
 
-    Shapes: ratio, adv, kl, entropy [G, M]; clip_epsilon, kl_beta, ent_coef [G, 1].
+    Shapes: ratio, adv, kl [G, M]; entropy [G, M] or [G, 1]; clip_epsilon, kl_beta, ent_coef [G, 1].
     Returns the loss [G] and the surrogate [G] so the caller can log both.
     """
     surr = surrogate(ratio, adv, clip_epsilon).mean(dim=1)

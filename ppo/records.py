@@ -18,7 +18,7 @@ EPISODE_COLUMNS = ["global_step", "episode_return", "episode_length", "wall_time
 PACKAGES = ["torch", "numpy", "gymnasium", "mujoco", "ale-py", "pandas", "pyarrow", "scipy", "snakemake"]
 
 
-def _atomic(path: Path, write) -> None:
+def atomic_write(path: Path, write) -> None:
     """Write to a temporary sibling and rename: a killed job never leaves a file that looks complete."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
@@ -31,11 +31,11 @@ def _atomic(path: Path, write) -> None:
 
 
 def write_parquet(df: pd.DataFrame, path: Path) -> None:
-    _atomic(Path(path), lambda p: df.to_parquet(p, index=False))
+    atomic_write(Path(path), lambda p: df.to_parquet(p, index=False))
 
 
 def write_json(obj: dict, path: Path) -> None:
-    _atomic(Path(path), lambda p: p.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str)))
+    atomic_write(Path(path), lambda p: p.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str)))
 
 
 def package_versions() -> dict[str, str | None]:

@@ -8,6 +8,7 @@ operations, so a run's records do not depend on which runs share its group
 """
 from __future__ import annotations
 
+import json
 import math
 import time
 from dataclasses import dataclass, field
@@ -16,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-from torch.distributions import Normal, kl_divergence
 
 from . import records
+from . import gaussian
 from .batched import BatchedAdam, GaussianActorCritic, per_run_grad_norm_clip
 from .config import PPOConfig
 from .envs import LockstepEnvs, task_version
@@ -72,7 +73,11 @@ def explained_variance(pred: np.ndarray, target: np.ndarray) -> np.ndarray:
         return np.where(var == 0, np.nan, 1 - (target - pred).var(axis=1) / var)
 
 
-def train_group(specs: list[RunSpec], log=print) -> list[RunResult]:
+def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
+                checkpoint_every: int = 0) -> list[RunResult]:
+    """Train the runs of ``specs`` together. With ``checkpoint``, the whole group state is saved there
+    every ``checkpoint_every`` updates and a later call resumes from it, with records identical to an
+    uninterrupted run (tests/test_checkpoint.py)."""
     cfg = specs[0].config
     task = specs[0].task
     for s in specs:
@@ -90,8 +95,8 @@ def train_group(specs: list[RunSpec], log=print) -> list[RunResult]:
     init_gens = [torch.Generator().manual_seed(sd["init"]) for sd in seeds]
     sample_gens = [torch.Generator().manual_seed(sd["sampling"]) for sd in seeds]
     agent = GaussianActorCritic(d, A, cfg.hidden_sizes, cfg.init, cfg.log_std_init, init_gens)
-    params = list(agent.parameters())
-    optimizer = BatchedAdam(params, lr=cfg.learning_rate, eps=cfg.adam_eps)
+    flat = agent.params.flat  # every parameter of every run, [G, P]
+    optimizer = BatchedAdam(flat, lr=cfg.learning_rate, eps=cfg.adam_eps)
     normalizer = ObsNormalizer(G, d, cfg.obs_clip, cfg.obs_norm)
     objectives = [s.config.objective for s in specs]
     clip_eps = per_run([o.clip_epsilon for o in objectives], math.inf).view(G, 1)
@@ -109,7 +114,39 @@ def train_group(specs: list[RunSpec], log=print) -> list[RunResult]:
     alive = np.ones(G, dtype=bool)
     diverged = [(None, None)] * G
     run_of_actor = np.arange(N) // E
-    start = time.perf_counter()
+    start = last_log = time.perf_counter()
+    first_update = 0
+    fingerprint = [(s.run_id, s.task, s.seed, json.dumps(s.config.to_dict(), sort_keys=True)) for s in specs]
+
+    def save_checkpoint(next_update: int) -> None:
+        state = {
+            "fingerprint": fingerprint, "next_update": next_update, "elapsed": time.perf_counter() - start,
+            "params": flat.detach().clone(), "optimizer": optimizer.state_dict(),
+            "normalizer": [normalizer.state(g) for g in range(G)], "beta": beta.clone(),
+            "sample_rng": [g.get_state() for g in sample_gens], "envs": envs.state(),
+            "episodes": episodes, "update_rows": update_rows, "alive": alive.tolist(), "diverged": diverged,
+        }
+        records.atomic_write(checkpoint, lambda p: torch.save(state, p))
+
+    if checkpoint is not None and Path(checkpoint).exists():
+        state = torch.load(checkpoint, weights_only=True)  # tensors and plain containers only
+        if [tuple(f) for f in state["fingerprint"]] != fingerprint:
+            log(f"checkpoint {checkpoint} belongs to other runs or settings; starting from scratch")
+        else:
+            with torch.no_grad():
+                flat.copy_(state["params"])
+            optimizer.load_state_dict(state["optimizer"])
+            normalizer.load_states(state["normalizer"])
+            beta = state["beta"]
+            for g, rng in zip(sample_gens, state["sample_rng"]):
+                g.set_state(rng)
+            envs.load_state(state["envs"])
+            episodes, update_rows = state["episodes"], state["update_rows"]
+            episodes = [[tuple(e) for e in ep] for ep in episodes]
+            alive, diverged = np.array(state["alive"]), [tuple(x) for x in state["diverged"]]
+            first_update = state["next_update"]
+            start -= state["elapsed"]
+            log(f"resumed from {checkpoint} at update {first_update + 1}/{num_updates}")
 
     def to_runs(x):  # [T, N, ...] -> [G, T*E, ...]: each run's batch, sample index t*E + e
         # Contiguous on purpose: a reduction over a strided row sums in another order than over a
@@ -117,7 +154,7 @@ def train_group(specs: list[RunSpec], log=print) -> list[RunResult]:
         x = x.reshape(T, G, E, *x.shape[2:]).swapaxes(0, 1).reshape(G, B, *x.shape[2:])
         return x.contiguous() if isinstance(x, torch.Tensor) else np.ascontiguousarray(x)
 
-    for update in range(num_updates):
+    for update in range(first_update, num_updates):
         t_update = time.perf_counter()
         lr = cfg.learning_rate * (1 - update / num_updates if cfg.lr_schedule == "linear" else 1.0)
         optimizer.set_lr(lr)
@@ -129,7 +166,7 @@ def train_group(specs: list[RunSpec], log=print) -> list[RunResult]:
             for t in range(T):
                 obs_buf[t] = envs.obs
                 x = normalizer.numpy(envs.obs.reshape(G, E, d))
-                action = agent.policy(x) + std * noise[t]
+                action = agent.policy_mean(x) + std * noise[t]
                 val_buf[t] = agent.value_of(x).view(N).numpy()
                 act_buf[t] = action.view(N, A)
                 env_action = action.view(N, A).numpy().astype(np.float64)
@@ -171,9 +208,8 @@ def train_group(specs: list[RunSpec], log=print) -> list[RunResult]:
         if cfg.adv_norm == "batch":
             adv_all = (adv_all - adv_all.mean(1, keepdim=True)) / (adv_all.std(1, correction=0, keepdim=True) + 1e-8)
         with torch.no_grad():
-            old = agent.distribution(x_all)
-            old_logp = old.log_prob(act_all).sum(-1)
-            old_mean, old_std = old.mean, agent.log_std.exp()
+            old_mean, old_log_std = agent.policy_mean(x_all), agent.log_std.clone()
+            old_logp = gaussian.log_prob(act_all, old_mean, old_log_std)
         # Per-sample data in one tensor, so a minibatch is a single gather.
         packed = torch.cat([x_all, act_all, old_mean, adv_all[..., None], ret_all[..., None], old_logp[..., None]], -1)
         widths = [d, A, A, 1, 1, 1]
@@ -188,19 +224,19 @@ def train_group(specs: list[RunSpec], log=print) -> list[RunResult]:
                 adv_mb, ret_mb, logp_old = adv_mb.squeeze(-1), ret_mb.squeeze(-1), logp_old.squeeze(-1)
                 if cfg.adv_norm == "minibatch":
                     adv_mb = (adv_mb - adv_mb.mean(1, keepdim=True)) / (adv_mb.std(1, keepdim=True) + 1e-8)
-                dist = agent.distribution(x)
-                logratio = dist.log_prob(act).sum(-1) - logp_old
+                mean = agent.policy_mean(x)
+                logratio = gaussian.log_prob(act, mean, agent.log_std) - logp_old
                 ratio = logratio.exp()
-                kl = kl_divergence(Normal(mean_old, old_std.expand_as(mean_old), validate_args=False), dist).sum(-1)
-                entropy = dist.entropy().sum(-1)
+                kl = gaussian.kl(mean_old, old_log_std, mean, agent.log_std)
+                entropy = gaussian.entropy(agent.log_std)  # [G, 1]: the same for every state
                 policy_loss, surr = objective_terms(ratio, adv_mb, kl, entropy, clip_eps, beta.view(G, 1), ent_coef)
                 value_loss = (agent.value_of(x) - ret_mb).square().mean(1)
                 # Summing over runs keeps them independent: d(sum)/d(run g's slice) = run g's gradient.
                 loss = policy_loss + cfg.vf_coef * value_loss
-                optimizer.zero_grad()
+                agent.params.zero_grad_()  # in place: the parameters' .grad are views of flat.grad
                 loss.sum().backward()
                 if cfg.max_grad_norm is not None:
-                    per_run_grad_norm_clip(params, cfg.max_grad_norm)
+                    per_run_grad_norm_clip(flat, cfg.max_grad_norm)
                 optimizer.step()
                 with torch.no_grad():
                     stats += torch.stack([
@@ -211,8 +247,8 @@ def train_group(specs: list[RunSpec], log=print) -> list[RunResult]:
 
         # ---- (4) β rule on the full-batch KL of this update, divergence check, records
         with torch.no_grad():
-            batch_kl = kl_divergence(Normal(old_mean, old_std.expand_as(old_mean), validate_args=False), agent.distribution(x_all)).sum(-1).mean(1)
-            finite = torch.stack([p.detach().isfinite().flatten(1).all(1) for p in params]).all(0)
+            batch_kl = gaussian.kl(old_mean, old_log_std, agent.policy_mean(x_all), agent.log_std).mean(1)
+            finite = flat.isfinite().all(1)
             finite &= stats.isfinite().all(0) & batch_kl.isfinite()
         next_beta = adapt_beta(beta, batch_kl, kl_target)
         ev = explained_variance(to_runs(val_buf), to_runs(returns))
@@ -236,12 +272,18 @@ def train_group(specs: list[RunSpec], log=print) -> list[RunResult]:
                 diverged[g] = (global_step, "non-finite loss, parameters or KL after update")
                 log(f"[{specs[g].run_id}] diverged at step {global_step}; recorded, the group goes on")
         beta = next_beta
-        if update % 10 == 0 or update == num_updates - 1:
-            recent = [np.mean([e[1] for e in ep[-10:]]) if ep else math.nan for ep in episodes]
-            log(f"update {update + 1}/{num_updates} step {global_step} group of {G}: "
-                f"{G * B / seconds:,.0f} steps/s; mean recent return {np.nanmean(recent):.1f}")
+        elapsed = time.perf_counter() - start
+        if time.perf_counter() - last_log > 30 or update in (0, num_updates - 1):  # a line per ~30 s at most
+            last_log = time.perf_counter()
+            recent = [np.mean([e[1] for e in ep[-10:]]) for ep in episodes if ep]
+            eta = elapsed / (update + 1) * (num_updates - update - 1)
+            log(f"update {update + 1}/{num_updates}  step {global_step:,}/{num_updates * B:,}  "
+                f"{G * B / seconds:,.0f} steps/s (group of {G})  ETA {eta / 60:.1f} min  "
+                f"recent return {np.mean(recent) if recent else math.nan:.1f}  alive {alive.sum()}/{G}")
         if not alive.any():
             break
+        if checkpoint is not None and checkpoint_every and (update + 1) % checkpoint_every == 0:
+            save_checkpoint(update + 1)
     envs.close()
 
     results = []
@@ -254,6 +296,8 @@ def train_group(specs: list[RunSpec], log=print) -> list[RunResult]:
             write_run(result, agent, normalizer, g, group=[s.run_id for s in specs],
                       wall_seconds=time.perf_counter() - start)
         results.append(result)
+    if checkpoint is not None:
+        Path(checkpoint).unlink(missing_ok=True)  # every record is written; nothing left to resume
     return results
 
 
@@ -263,8 +307,8 @@ def write_run(result: RunResult, agent, normalizer: ObsNormalizer, g: int, group
     spec, out = result.spec, Path(result.spec.out_dir)
     records.write_parquet(result.episodes, out / "episodes.parquet")
     records.write_parquet(result.updates, out / "updates.parquet")
-    model = {name: p[g].detach().clone() for name, p in agent.named_parameters()}
-    records._atomic(out / "model.pt", lambda p: torch.save({"params": model, "obs_norm": normalizer.state(g)}, p))
+    model = agent.params.run_state(g)
+    records.atomic_write(out / "model.pt", lambda p: torch.save({"params": model, "obs_norm": normalizer.state(g)}, p))
     manifest = {
         "run_id": spec.run_id, "task": spec.task, "env_version": task_version(spec.task),
         "seed": spec.seed, "derived_seeds": result.derived_seeds, "status": result.status,

@@ -5,7 +5,7 @@ import pytest
 import torch
 from torch.distributions import Normal, kl_divergence
 
-from ppo.batched import GaussianActorCritic
+from ppo import gaussian
 from ppo.objective import adapt_beta, objective_terms, surrogate
 
 EPS = torch.tensor(0.2)
@@ -83,16 +83,26 @@ def test_gaussian_kl_hand_value():
 
 
 def test_policy_log_prob_and_entropy_hand_values():
-    gens = [torch.Generator().manual_seed(0)]
-    agent = GaussianActorCritic(obs_dim=2, act_dim=2, hidden=(4,), init="normc", log_std_init=0.0, gens=gens)
-    with torch.no_grad():
-        for p in agent.policy.parameters():
-            p.zero_()
-        agent.policy.layers[-1][1].copy_(torch.tensor([[[0.0, 1.0]]]))  # mean = (0, 1) for every state
-        agent.log_std.copy_(torch.tensor([[[0.0, math.log(2.0)]]]))  # std = (1, 2)
-    dist = agent.distribution(torch.zeros(1, 1, 2))
-    log_prob = dist.log_prob(torch.tensor([[[1.0, 1.0]]])).sum(-1)
+    mean = torch.tensor([[[0.0, 1.0]]])
+    log_std = torch.tensor([[[0.0, math.log(2.0)]]])  # std = (1, 2)
     # log N(1; 0, 1) + log N(1; 1, 2) = (−1/2 − ½ln2π) + (−ln 2 − ½ln2π)
-    assert log_prob.item() == pytest.approx(-0.5 - math.log(2) - math.log(2 * math.pi), abs=1e-6)
+    lp = gaussian.log_prob(torch.tensor([[[1.0, 1.0]]]), mean, log_std)
+    assert lp.item() == pytest.approx(-0.5 - math.log(2) - math.log(2 * math.pi), abs=1e-6)
     # H = Σ ½ ln(2πe σ²) = ln(2πe)/2·2 + ln 2
-    assert dist.entropy().sum(-1).item() == pytest.approx(math.log(2 * math.pi * math.e) + math.log(2), abs=1e-6)
+    assert gaussian.entropy(log_std).item() == pytest.approx(math.log(2 * math.pi * math.e) + math.log(2), abs=1e-6)
+    # KL(N(0,1) || N(1,2)) in one dim, plus 0 in a dim where old and new agree
+    kl = gaussian.kl(torch.tensor([[[0.0, 5.0]]]), torch.tensor([[[0.0, 0.3]]]),
+                     torch.tensor([[[1.0, 5.0]]]), torch.tensor([[[math.log(2.0), 0.3]]]))
+    assert kl.item() == pytest.approx(math.log(2) + 0.25 - 0.5, abs=1e-6)
+
+
+def test_closed_forms_match_torch_distributions():
+    g = torch.Generator().manual_seed(0)
+    G, B, A = 3, 7, 4
+    mean, mean_old, act = (torch.randn(G, B, A, generator=g, dtype=torch.float64) for _ in range(3))
+    log_std, log_std_old = (0.5 * torch.randn(G, 1, A, generator=g, dtype=torch.float64) for _ in range(2))
+    new = Normal(mean, log_std.exp().expand_as(mean))
+    old = Normal(mean_old, log_std_old.exp().expand_as(mean_old))
+    torch.testing.assert_close(gaussian.log_prob(act, mean, log_std), new.log_prob(act).sum(-1))
+    torch.testing.assert_close(gaussian.entropy(log_std).expand(G, B), new.entropy().sum(-1))
+    torch.testing.assert_close(gaussian.kl(mean_old, log_std_old, mean, log_std), kl_divergence(old, new).sum(-1))

@@ -1,0 +1,81 @@
+"""A group killed at any point and restarted from its checkpoint ends with records identical to an
+uninterrupted group (CPU, one thread)."""
+import dataclasses
+
+import pandas as pd
+import pytest
+import torch
+
+import ppo.train
+from ppo import records
+from ppo.config import Objective, PPOConfig
+from ppo.train import RunSpec, train_group
+
+CFG = PPOConfig(total_steps=1024, horizon=128, epochs=2, minibatch_size=32)
+TIMING = ["wall_time", "sps", "rollout_seconds", "optimize_seconds"]
+
+
+class Killed(Exception):
+    """Stands in for SIGKILL: the process stops wherever it is, nothing is cleaned up."""
+
+
+def specs():
+    adaptive = dataclasses.replace(CFG, objective=Objective(clip_epsilon=None, kl_beta=1.0, kl_target=0.01))
+    return [RunSpec("a", "Hopper-v5", CFG, 0), RunSpec("b", "Hopper-v5", adaptive, 1)]
+
+
+def comparable(results):
+    return [(r.episodes.drop(columns="wall_time"), r.updates.drop(columns=TIMING), r.status) for r in results]
+
+
+@pytest.fixture(scope="module")
+def uninterrupted():
+    return comparable(train_group(specs(), log=lambda _: None))
+
+
+def kill_at(monkeypatch, target, name, after_calls):
+    real = getattr(target, name)
+    calls = {"n": 0}
+
+    def dying(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == after_calls:
+            raise Killed
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(target, name, dying)
+
+
+@pytest.mark.parametrize("where, target, name, after_calls", [
+    ("during a rollout", ppo.train.LockstepEnvs, "step", 128 * 5 + 17),       # inside update 6
+    ("during an update", ppo.train, "objective_terms", 8 * 4 + 3),          # inside update 5's epochs
+    ("while writing a checkpoint", torch, "save", 2),                         # the second checkpoint
+])
+def test_resume_gives_identical_records(tmp_path, monkeypatch, uninterrupted, where, target, name, after_calls):
+    ckpt = tmp_path / "group.ckpt"
+    with monkeypatch.context() as m:
+        kill_at(m, target, name, after_calls)
+        with pytest.raises(Killed):
+            train_group(specs(), log=lambda _: None, checkpoint=ckpt, checkpoint_every=2)
+    assert ckpt.exists(), where  # an earlier checkpoint survived the kill
+    assert not list(tmp_path.glob(".*tmp*"))  # a write cut short leaves no half file
+    messages = []
+    resumed = train_group(specs(), log=messages.append, checkpoint=ckpt, checkpoint_every=2)
+    assert any("resumed from" in m for m in messages)
+    for (e1, u1, s1), (e2, u2, s2) in zip(uninterrupted, comparable(resumed)):
+        pd.testing.assert_frame_equal(e1, e2, check_exact=True)
+        pd.testing.assert_frame_equal(u1, u2, check_exact=True)
+        assert s1 == s2
+    assert not ckpt.exists()  # finished: the checkpoint is gone
+
+
+def test_checkpoint_of_other_runs_is_not_used(tmp_path):
+    ckpt = tmp_path / "group.ckpt"
+    short = dataclasses.replace(CFG, total_steps=512)
+    train_group([RunSpec("a", "Hopper-v5", short, 0)], log=lambda _: None, checkpoint=ckpt, checkpoint_every=1)
+    assert not ckpt.exists()
+    # Leave a checkpoint behind by killing a run, then start a different group at the same path.
+    records.atomic_write(ckpt, lambda p: torch.save({"fingerprint": [("x", "Hopper-v5", 9, "{}")]}, p))
+    messages = []
+    train_group([RunSpec("a", "Hopper-v5", short, 0)], log=messages.append, checkpoint=ckpt, checkpoint_every=1)
+    assert any("starting from scratch" in m for m in messages)
