@@ -1,0 +1,45 @@
+"""The wandb sink: CleanRL names in global-step order, offline by default, nothing touched in training."""
+import os
+from pathlib import Path
+
+import pytest
+
+from ppo.config import PPOConfig
+from ppo.tracking import history
+from ppo.train import RunSpec, train_group
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "InvertedPendulum-v5" / "clip_0.2" / "seed0"
+    cfg = PPOConfig(total_steps=256, horizon=128, epochs=1, minibatch_size=64)
+    train_group([RunSpec("InvertedPendulum-v5/clip_0.2/seed0", "InvertedPendulum-v5", cfg, 0, out,
+                         meta={"study": "t", "variant": "clip_0.2"})], log=lambda _: None)
+    return out
+
+
+def test_history_uses_cleanrl_names_in_step_order(run_dir):
+    entries = history(run_dir)
+    steps = [e["global_step"] for e in entries]
+    assert steps == sorted(steps)
+    returns = [e for e in entries if "charts/episodic_return" in e]
+    updates = [e for e in entries if "losses/approx_kl" in e]
+    assert len(updates) == 2 and updates[-1]["global_step"] == 256
+    assert {"losses/clipfrac", "losses/explained_variance", "charts/SPS", "charts/learning_rate"} <= set(updates[0])
+    import pandas as pd
+    episodes = pd.read_parquet(run_dir / "episodes.parquet")
+    assert [e["charts/episodic_return"] for e in returns] == episodes["episode_return"].tolist()
+
+
+def test_offline_export_needs_no_account_or_network(run_dir, tmp_path, monkeypatch):
+    pytest.importorskip("wandb", reason="wandb is an optional extra: pip install -e '.[tracking]'")
+    from ppo.tracking import main
+
+    for var in ("WANDB_API_KEY", "WANDB_MODE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("WANDB_BASE_URL", "http://127.0.0.1:9")  # a closed port: any attempt would fail
+    done = tmp_path / "exported.txt"
+    assert main(["--dir", str(tmp_path / "wb"), "--done", str(done), str(run_dir)]) == 0
+    run_files = list((tmp_path / "wb").rglob("offline-run-*/run-*.wandb"))
+    assert len(run_files) == 1 and run_files[0].stat().st_size > 0
+    assert done.read_text().strip() == "InvertedPendulum-v5-clip_0_2-seed0"
