@@ -35,11 +35,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import seaborn as sns
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-
-from analysis.curves import variant_colors
+from analysis.curves import new_figure, variant_colors
 from analysis.stats import Interval, iqm, stratified_bootstrap
 
 GAMMA = 1.0
@@ -229,10 +225,7 @@ def plot_performance_profile(profile: pd.DataFrame, path: str | Path) -> Path:
     variants = sorted(profile["variant"].unique())
     labels = profile.groupby("variant")["variant_label"].first()
     colors = variant_colors(variants)
-    with sns.axes_style("whitegrid"):
-        fig = Figure(figsize=(7.0, 4.8), layout="constrained")
-        FigureCanvasAgg(fig)
-        ax = fig.subplots()
+    fig, (ax,) = new_figure((7.0, 4.8))
     for variant in variants:
         line = profile[profile["variant"] == variant]
         # Under strict ">" the profile keeps its value from one threshold up to the next.

@@ -42,6 +42,15 @@ def variant_colors(variants) -> dict[str, tuple[float, float, float]]:
     return dict(zip(names, sns.color_palette("husl" if len(names) > 10 else "tab10", len(names))))
 
 
+def new_figure(figsize: tuple[float, float], nrows: int = 1, ncols: int = 1):
+    """A white-grid figure on the Agg canvas (no pyplot global state) and its axes as a flat array."""
+    with sns.axes_style("whitegrid"):
+        fig = Figure(figsize=figsize, layout="constrained")
+        FigureCanvasAgg(fig)
+        axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    return fig, axes
+
+
 def run_curve(
     x: np.ndarray, returns: np.ndarray, grid: np.ndarray, smooth: int = 10, end: float = math.inf
 ) -> np.ndarray:
@@ -168,10 +177,7 @@ def _plot(curves: pd.DataFrame, path: str | Path, x: str, title: str) -> Path:
     colors = variant_colors(variants)
     ncols = min(4, len(tasks))
     nrows = math.ceil(len(tasks) / ncols)
-    with sns.axes_style("whitegrid"):
-        fig = Figure(figsize=(4.2 * ncols, 3.2 * nrows + 0.9), layout="constrained")
-        FigureCanvasAgg(fig)
-        axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    fig, axes = new_figure((4.2 * ncols, 3.2 * nrows + 0.9), nrows, ncols)
     for ax, task in zip(axes, tasks):
         for variant in variants:
             line = curves[(curves["task"] == task) & (curves["variant"] == variant)]
@@ -305,10 +311,7 @@ def plot_sample_efficiency(curve: pd.DataFrame, path: str | Path) -> Path:
     variants = sorted(curve["variant"].unique())
     labels = curve.groupby("variant")["variant_label"].first()
     colors = variant_colors(variants)
-    with sns.axes_style("whitegrid"):
-        fig = Figure(figsize=(7.0, 4.8), layout="constrained")
-        FigureCanvasAgg(fig)
-        ax = fig.subplots()
+    fig, (ax,) = new_figure((7.0, 4.8))
     for variant in variants:
         line = curve[curve["variant"] == variant]
         ax.plot(line["global_step"], line["iqm"], color=colors[variant], lw=1.4, label=labels[variant])
