@@ -128,9 +128,9 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
         }
         records.atomic_write(checkpoint, lambda p: torch.save(state, p))
 
-    if checkpoint is not None and Path(checkpoint).exists():
-        state = torch.load(checkpoint, weights_only=True)  # tensors and plain containers only
-        if [tuple(f) for f in state["fingerprint"]] != fingerprint:
+    state = load_checkpoint(Path(checkpoint), log) if checkpoint is not None else None
+    if state is not None:
+        if [tuple(f) for f in state.get("fingerprint", [])] != fingerprint:
             log(f"checkpoint {checkpoint} belongs to other runs or settings; starting from scratch")
         else:
             with torch.no_grad():
@@ -299,6 +299,20 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
     if checkpoint is not None:
         Path(checkpoint).unlink(missing_ok=True)  # every record is written; nothing left to resume
     return results
+
+
+def load_checkpoint(path: Path, log) -> dict | None:
+    """The saved group state, or None. A checkpoint that cannot be read is moved aside (never deleted)
+    and the group starts from scratch: nothing is lost, its records are not written yet."""
+    if not path.exists():
+        return None
+    try:
+        return torch.load(path, weights_only=True)  # tensors and plain containers only: no code runs
+    except Exception as err:  # noqa: BLE001 - any unreadable file means the same thing here
+        aside = path.with_name(path.name + ".corrupt")
+        path.replace(aside)
+        log(f"checkpoint {path} is unreadable ({type(err).__name__}: {err}); moved to {aside.name}, starting from scratch")
+        return None
 
 
 def write_run(result: RunResult, agent, normalizer: ObsNormalizer, g: int, group: list[str],

@@ -79,3 +79,15 @@ def test_checkpoint_of_other_runs_is_not_used(tmp_path):
     messages = []
     train_group([RunSpec("a", "Hopper-v5", short, 0)], log=messages.append, checkpoint=ckpt, checkpoint_every=1)
     assert any("starting from scratch" in m for m in messages)
+
+
+def test_corrupt_checkpoint_is_kept_aside_and_the_group_starts_over(tmp_path, uninterrupted):
+    ckpt = tmp_path / "group.ckpt"
+    ckpt.write_bytes(b"PK\x03\x04 not a whole checkpoint")
+    messages = []
+    results = train_group(specs(), log=messages.append, checkpoint=ckpt, checkpoint_every=2)
+    assert any("unreadable" in m and "group.ckpt" in m for m in messages)
+    assert (tmp_path / "group.ckpt.corrupt").read_bytes().startswith(b"PK")
+    for (e1, u1, _), (e2, u2, _) in zip(uninterrupted, comparable(results)):
+        pd.testing.assert_frame_equal(e1, e2, check_exact=True)
+        pd.testing.assert_frame_equal(u1, u2, check_exact=True)
