@@ -79,6 +79,7 @@ def planned_training(project, *config):
 def test_regrouping_retrains_nothing_and_a_new_variant_trains_only_its_runs(project):
     assert planned_training(project, "group_size=1") == set()
     assert planned_training(project, "group_size=3") == set()
+    assert planned_training(project, "tracking=wandb") == set()  # tracking only replays finished records
     new = project / "experiments/variants/clip_0.4.yaml"
     new.write_text("label: eps 0.4\npreset: ppo_mujoco_paper\noverrides: {objective: {clip_epsilon: 0.4}}\n")
     try:
