@@ -91,3 +91,38 @@ def test_corrupt_checkpoint_is_kept_aside_and_the_group_starts_over(tmp_path, un
     for (e1, u1, _), (e2, u2, _) in zip(uninterrupted, comparable(results)):
         pd.testing.assert_frame_equal(e1, e2, check_exact=True)
         pd.testing.assert_frame_equal(u1, u2, check_exact=True)
+
+
+def test_sigkill_of_the_real_job_then_restart(tmp_path):
+    """The pipeline's own command, killed with SIGKILL right after its first checkpoint, then re-run."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    def command(root):
+        runs = root / "results/table1/smoke/runs/InvertedPendulum-v5"
+        outputs = [str(runs / v / "seed0" / "manifest.json") for v in ("clip_0.2", "kl_adaptive_0.01")]
+        return [sys.executable, "-m", "ppo.run", "--study", "table1", "--scale", "smoke", "--checkpoint-every", "1",
+                *outputs], runs
+
+    cmd, reference = command(tmp_path / "a")
+    subprocess.run(cmd, check=True, capture_output=True, timeout=300)
+    cmd, killed = command(tmp_path / "b")
+    job = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    checkpoints = tmp_path / "b/results/table1/smoke/checkpoints"
+    deadline = time.time() + 240
+    while not (checkpoints.exists() and any(checkpoints.glob("*.pt"))) and time.time() < deadline:
+        time.sleep(0.005)
+    os.kill(job.pid, signal.SIGKILL)
+    job.wait()
+    assert any(checkpoints.glob("*.pt")), "no checkpoint was written before the kill"
+    assert not (killed / "clip_0.2/seed0/manifest.json").exists(), "the job finished before it was killed"
+    restarted = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=300)
+    assert "resumed from" in restarted.stdout
+    for variant in ("clip_0.2", "kl_adaptive_0.01"):
+        for name, drop in (("episodes.parquet", ["wall_time"]), ("updates.parquet", TIMING)):
+            a = pd.read_parquet(reference / variant / "seed0" / name).drop(columns=drop)
+            b = pd.read_parquet(killed / variant / "seed0" / name).drop(columns=drop)
+            pd.testing.assert_frame_equal(a, b, check_exact=True)
