@@ -115,6 +115,31 @@ def _field_types(cls) -> dict[str, dataclasses.Field]:
     return {f.name: f for f in dataclasses.fields(cls)}
 
 
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+_TYPE_CHECKS = {  # annotation -> (test, what the error says)
+    "int": (lambda v: _is_number(v) and float(v).is_integer(), "an integer"),
+    "float": (_is_number, "a number"),
+    "float | None": (lambda v: v is None or _is_number(v), "a number or null"),
+    "bool": (lambda v: isinstance(v, bool), "true or false"),
+    "str": (lambda v: isinstance(v, str), "a string"),
+    "tuple[int, ...]": (lambda v: isinstance(v, (list, tuple)) and len(v) > 0
+                        and all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in v),
+                        "a non-empty list of positive integers"),
+}
+
+
+def _check_types(values: dict, cls, source: str, prefix: str = "") -> None:
+    """Refuse a value of the wrong type (a quoted number, a string for a list...) naming the field."""
+    fields = _field_types(cls)
+    for name, value in values.items():
+        check = _TYPE_CHECKS.get(str(fields[name].type))
+        if check and not check[0](value):
+            raise ConfigError(f"{source}: field {prefix}{name} must be {check[1]}, got {value!r}")
+
+
 def build_config(data: dict[str, Any], source: str) -> PPOConfig:
     """Build a PPOConfig from a plain mapping, naming ``source`` and the field in every error."""
     if not isinstance(data, dict):
@@ -123,6 +148,7 @@ def build_config(data: dict[str, Any], source: str) -> PPOConfig:
     unknown = sorted(set(data) - set(known))
     if unknown:
         raise ConfigError(f"{source}: unknown field(s) {unknown}; known fields: {sorted(known)}")
+    _check_types({k: v for k, v in data.items() if k != "objective"}, PPOConfig, source)
     kwargs = dict(data)
     if "objective" in kwargs:
         obj = kwargs["objective"]
@@ -132,6 +158,7 @@ def build_config(data: dict[str, Any], source: str) -> PPOConfig:
         bad = sorted(set(obj) - set(obj_known))
         if bad:
             raise ConfigError(f"{source}: unknown field(s) objective.{bad}; known: {sorted(obj_known)}")
+        _check_types(obj, Objective, source, "objective.")
         try:
             kwargs["objective"] = Objective(**obj)
         except (TypeError, ValueError) as err:

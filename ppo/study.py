@@ -101,6 +101,9 @@ def load_study(name: str, scale: str, seeds: int | None = None, experiments_dir:
     n_seeds = _positive_int(seeds if seeds is not None else sc["seeds"],
                             "seeds" if seeds is not None else f"scales.{scale}.seeds", path)
     tasks = tuple(sc.get("tasks") or data["tasks"])
+    duplicated = sorted({t for t in tasks if tasks.count(t) > 1})
+    if duplicated:
+        raise ConfigError(f"{path}: tasks lists {duplicated} more than once")
     for task in tasks:
         check_task(task, f"{path}: tasks")
     available = sorted(p.stem for p in (experiments_dir / "variants").glob("*.yaml"))

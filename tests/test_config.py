@@ -46,6 +46,19 @@ def test_new_ablation_is_one_file(experiments):
     ("label: x\npreset: ppo_mujoco_paper\noverrides: {total_steps: -5}\n", "total_steps"),
     ("label: x\npreset: ppo_mujoco_paper\noverrides: {objective: {clip_epsilon: -0.1}}\n", "clip_epsilon"),
     ("label: x\npreset: no_such_preset\n", "no_such_preset"),
+    ("label: x\npreset: ppo_mujoco_paper\noverrides: {horizon: '2048'}\n", "horizon"),
+    ("label: x\npreset: ppo_mujoco_paper\noverrides: {hidden_sizes: '64'}\n", "hidden_sizes"),
+    ("label: x\npreset: ppo_mujoco_paper\noverrides: {hidden_sizes: [64, 0]}\n", "hidden_sizes"),
+    ("label: x\npreset: ppo_mujoco_paper\noverrides: {obs_norm: 'yes'}\n", "obs_norm"),
+    ("label: x\npreset: ppo_mujoco_paper\noverrides: {learning_rate: true}\n", "learning_rate"),
+    ("label: x\npreset: ppo_mujoco_paper\noverrides: {epochs: 2.5}\n", "epochs"),
+    ("label: x\npreset: ppo_mujoco_paper\noverrides: {gamma: 1.5}\n", "gamma"),
+    ("label: x\npreset: ppo_mujoco_paper\noverrides: {minibatch_size: 100}\n", "minibatch_size"),
+    ("label: x\npreset: ppo_mujoco_paper\noverrides: {time_limit: sometimes}\n", "time_limit"),
+    ("label: x\npreset: ppo_mujoco_paper\noverrides: {objective: {kl_beta: '1'}}\n", "objective.kl_beta"),
+    ("label: x\npreset: ppo_mujoco_paper\noverrides: {objective: {kl_target: 0.01}}\n", "kl_target"),
+    ("label: x\npreset: ppo_mujoco_paper\noverrides: [1, 2]\n", "overrides"),
+    ("preset: ppo_mujoco_paper\n", "label"),
     ("label: [unclosed\n", "not valid YAML"),
 ])
 def test_bad_variant_file_names_file_and_field(experiments, text, field):
@@ -74,6 +87,15 @@ def test_bad_study_fields(experiments):
         load_study("table1", "huge", experiments_dir=experiments)
     with pytest.raises(ConfigError, match="seeds"):
         load_study("table1", "paper", seeds=0, experiments_dir=experiments)
+    write(study, original.replace('"kl_fixed_*"]', '"kl_fixed_*", "no_such_variant"]'))
+    with pytest.raises(ConfigError, match="no_such_variant.*matches no file"):
+        load_study("table1", "paper", experiments_dir=experiments)
+    write(study, original.replace("anchor: clip_0.2", "anchor: clip_9"))
+    with pytest.raises(ConfigError, match="anchor 'clip_9'"):
+        load_study("table1", "paper", experiments_dir=experiments)
+    write(study, original.replace("tasks: [HalfCheetah-v5", "tasks: [HalfCheetah-v5, HalfCheetah-v5"))
+    with pytest.raises(ConfigError, match="HalfCheetah-v5.*more than once"):
+        load_study("table1", "paper", experiments_dir=experiments)
     write(study, original + "\nextra_key: 1\n")
     with pytest.raises(ConfigError, match="extra_key"):
         load_study("table1", "paper", experiments_dir=experiments)
