@@ -17,7 +17,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-EPISODE_COLUMNS = ("global_step", "episode_return", "episode_length", "wall_time")
+from ppo.records import EPISODE_COLUMNS  # the schema the training side writes
+
 UPDATE_COLUMNS = ("update", "global_step")
 MANIFEST_KEYS = ("run_id", "task", "variant", "variant_label", "seed", "status")
 RUN_COLUMNS = ("run_id", "task", "variant", "variant_label", "seed", "status")

@@ -97,10 +97,6 @@ class PPOConfig:
                 f"{self.num_envs * self.horizon}"
             )
 
-    @property
-    def batch_size(self) -> int:
-        return self.num_envs * self.horizon
-
     def structural_key(self) -> tuple:
         """Fields that must be equal for runs to share one batched group (everything but the objective)."""
         return tuple(

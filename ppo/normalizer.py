@@ -17,9 +17,8 @@ class ObsNormalizer:
         self._refresh()
 
     def _refresh(self) -> None:
-        self.mean_np = np.stack([s.mean for s in self.stats])[:, None, :]  # [G, 1, d]
-        self.std_np = np.sqrt(np.stack([s.var for s in self.stats]) + self.eps)[:, None, :]
-        self.mean, self.std = torch.from_numpy(self.mean_np), torch.from_numpy(self.std_np)
+        self.mean = np.stack([s.mean for s in self.stats])[:, None, :]  # [G, 1, d]
+        self.std = np.sqrt(np.stack([s.var for s in self.stats]) + self.eps)[:, None, :]
 
     def update(self, raw: np.ndarray) -> None:
         """raw: [G, B, obs_dim], one batch of observations per run."""
@@ -29,18 +28,12 @@ class ObsNormalizer:
             stat.update(x)
         self._refresh()
 
-    def __call__(self, raw: torch.Tensor) -> torch.Tensor:
-        """raw float64 [G, B, obs_dim] -> normalized, clipped float32."""
-        if not self.enabled:
-            return raw.float()
-        return ((raw - self.mean) / self.std).clamp_(-self.clip, self.clip).float()
-
-    def numpy(self, raw: np.ndarray) -> torch.Tensor:
-        """The same transform for one step's observations [G, E, d] in numpy, whose per-call overhead is
-        a fraction of torch's on arrays this small (the rollout's hot path)."""
+    def __call__(self, raw: np.ndarray) -> torch.Tensor:
+        """Raw float64 observations [G, B, obs_dim] -> normalized, clipped float32 tensor. Numpy, because
+        its per-call overhead is a fraction of torch's on the rollout's one-step arrays."""
         if not self.enabled:
             return torch.from_numpy(raw.astype(np.float32))
-        x = (raw - self.mean_np) / self.std_np
+        x = (raw - self.mean) / self.std
         return torch.from_numpy(np.minimum(np.maximum(x, -self.clip), self.clip).astype(np.float32))
 
     def state(self, run: int) -> dict:

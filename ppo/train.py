@@ -165,7 +165,7 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
             std = agent.log_std.exp()
             for t in range(T):
                 obs_buf[t] = envs.obs
-                x = normalizer.numpy(envs.obs.reshape(G, E, d))
+                x = normalizer(envs.obs.reshape(G, E, d))
                 action = agent.policy_mean(x) + std * noise[t]
                 val_buf[t] = agent.value_of(x).view(N).numpy()
                 act_buf[t] = action.view(N, A)
@@ -181,13 +181,13 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
                     final = envs.obs.copy()
                     for i in np.flatnonzero(trunc):
                         final[i] = final_obs[i]
-                    final_val_buf[t] = agent.value_of(normalizer.numpy(final.reshape(G, E, d))).view(N).numpy()
+                    final_val_buf[t] = agent.value_of(normalizer(final.reshape(G, E, d))).view(N).numpy()
                 global_step = (update * T + t + 1) * E
                 wall = time.perf_counter() - start
                 for i, ret, length in finished:
                     if alive[run_of_actor[i]]:
                         episodes[run_of_actor[i]].append((global_step, ret, length, wall))
-            last_value = agent.value_of(normalizer.numpy(envs.obs.reshape(G, E, d))).view(N).numpy()
+            last_value = agent.value_of(normalizer(envs.obs.reshape(G, E, d))).view(N).numpy()
         next_values = np.concatenate([val_buf[1:], last_value[None]])
         if bootstrap_time_limit:
             next_values = np.where(trunc_buf, final_val_buf, next_values)
@@ -201,7 +201,7 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
         # ---- (3) optimize: normalizer first (as ppo1), then π_old on the batch, then K epochs
         raw_obs = to_runs(obs_buf)
         normalizer.update(raw_obs)
-        x_all = normalizer(torch.from_numpy(raw_obs))
+        x_all = normalizer(raw_obs)
         act_all = to_runs(act_buf)
         adv_all = torch.from_numpy(to_runs(adv)).float()
         ret_all = torch.from_numpy(to_runs(returns)).float()

@@ -70,35 +70,25 @@ def test_bad_variant_file_names_file_and_field(experiments, text, field):
     assert "broken.yaml" in message or "no_such_preset.yaml" in message
 
 
-def test_bad_study_fields(experiments):
+@pytest.mark.parametrize("old, new, scale, seeds, message", [
+    ("Hopper-v5", "Hoppper-v5", "paper", None, "table1.yaml.*Hoppper-v5"),
+    ("Hopper-v5", "Hopper", "paper", None, "no version suffix"),
+    ("total_steps: 1000000", "total_steps: -1000000", "paper", None, "scales.paper.total_steps"),
+    ("", "", "huge", None, "scale 'huge' is not defined"),
+    ("", "", "paper", 0, "seeds"),
+    ('"kl_fixed_*"]', '"kl_fixed_*", "no_such_variant"]', "paper", None, "no_such_variant.*matches no file"),
+    ("anchor: clip_0.2", "anchor: clip_9", "paper", None, "anchor 'clip_9'"),
+    ("tasks: [HalfCheetah-v5", "tasks: [HalfCheetah-v5, HalfCheetah-v5", "paper", None,
+     "HalfCheetah-v5.*more than once"),
+    ("anchor: clip_0.2", "anchor: clip_0.2\nextra_key: 1", "paper", None, "extra_key"),
+])
+def test_bad_study_fields(experiments, old, new, scale, seeds, message):
     study = experiments / "studies" / "table1.yaml"
     original = study.read_text()
-    write(study, original.replace("Hopper-v5", "Hoppper-v5"))
-    with pytest.raises(ConfigError, match="table1.yaml.*Hoppper-v5"):
-        load_study("table1", "paper", experiments_dir=experiments)
-    write(study, original.replace("Hopper-v5", "Hopper"))
-    with pytest.raises(ConfigError, match="no version suffix"):
-        load_study("table1", "paper", experiments_dir=experiments)
-    write(study, original.replace("total_steps: 1000000", "total_steps: -1000000"))
-    with pytest.raises(ConfigError, match="scales.paper.total_steps"):
-        load_study("table1", "paper", experiments_dir=experiments)
-    write(study, original)
-    with pytest.raises(ConfigError, match="scale 'huge' is not defined"):
-        load_study("table1", "huge", experiments_dir=experiments)
-    with pytest.raises(ConfigError, match="seeds"):
-        load_study("table1", "paper", seeds=0, experiments_dir=experiments)
-    write(study, original.replace('"kl_fixed_*"]', '"kl_fixed_*", "no_such_variant"]'))
-    with pytest.raises(ConfigError, match="no_such_variant.*matches no file"):
-        load_study("table1", "paper", experiments_dir=experiments)
-    write(study, original.replace("anchor: clip_0.2", "anchor: clip_9"))
-    with pytest.raises(ConfigError, match="anchor 'clip_9'"):
-        load_study("table1", "paper", experiments_dir=experiments)
-    write(study, original.replace("tasks: [HalfCheetah-v5", "tasks: [HalfCheetah-v5, HalfCheetah-v5"))
-    with pytest.raises(ConfigError, match="HalfCheetah-v5.*more than once"):
-        load_study("table1", "paper", experiments_dir=experiments)
-    write(study, original + "\nextra_key: 1\n")
-    with pytest.raises(ConfigError, match="extra_key"):
-        load_study("table1", "paper", experiments_dir=experiments)
+    assert old in original
+    write(study, original.replace(old, new) if old else original)
+    with pytest.raises(ConfigError, match=message):
+        load_study("table1", scale, seeds=seeds, experiments_dir=experiments)
 
 
 def test_groups_respect_group_size_and_cover_every_run_once(experiments):

@@ -2,7 +2,6 @@ import math
 
 import numpy as np
 import pytest
-import torch
 
 from ppo.normalizer import ObsNormalizer
 
@@ -14,7 +13,7 @@ def test_running_stats_hand_values_and_per_run_independence():
     n = 2 + 1e-4
     mean = 2 * 2 / n
     var = (1e-4 * 1 + 2 * 1 + 2**2 * 1e-4 * 2 / n) / n  # parallel-variance combination
-    x = norm(torch.tensor([[[3.0]], [[100.0]]], dtype=torch.float64))
+    x = norm(np.array([[[3.0]], [[100.0]]]))
     assert x[0, 0, 0].item() == pytest.approx((3 - mean) / math.sqrt(var + 1e-8), rel=1e-6)
     # Run 1's batch {100, 100} (var 0) did not touch run 0's statistics; its own follow the same rule.
     assert norm.stats[0].mean[0] == pytest.approx(mean)
@@ -24,8 +23,8 @@ def test_running_stats_hand_values_and_per_run_independence():
 
 def test_clipping_and_disabled():
     norm = ObsNormalizer(n_runs=1, obs_dim=2, clip=5.0)
-    x = norm(torch.tensor([[[100.0, -100.0]]], dtype=torch.float64))
+    x = norm(np.array([[[100.0, -100.0]]]))
     assert x.tolist() == [[[5.0, -5.0]]]
     off = ObsNormalizer(n_runs=1, obs_dim=2, clip=5.0, enabled=False)
     off.update(np.ones((1, 3, 2)))
-    assert off(torch.tensor([[[100.0, -100.0]]], dtype=torch.float64)).tolist() == [[[100.0, -100.0]]]
+    assert off(np.array([[[100.0, -100.0]]])).tolist() == [[[100.0, -100.0]]]
