@@ -46,10 +46,128 @@ class Objective:
             raise ValueError("objective.kl_target needs kl_beta > 0 (β = 0 can never adapt: 0·2 = 0)")
 
 
+# Hyperparameters of the Figure 3 baselines: one record per algorithm, a section of the run config named
+# after it (``trpo: {max_kl: 0.01}``). The values a preset uses, and their sources, live in the preset.
+
+
+@dataclass(frozen=True)
+class A2CSettings:
+    """Synchronous advantage actor-critic (Mnih et al. 2016), optionally with ACER's trust region."""
+
+    learning_rate: float = 7e-4
+    lr_schedule: str = "linear"  # "constant" | "linear"
+    optimizer: str = "rmsprop"  # "rmsprop" | "adam"
+    rmsprop_alpha: float = 0.99  # RMSprop's decay of the squared-gradient average
+    optimizer_eps: float = 1e-5
+    vf_coef: float = 0.5
+    ent_coef: float = 0.0
+    max_grad_norm: float | None = 0.5
+    trust_region: bool = False  # ACER's efficient trust-region step (Wang et al. 2016, Sec. 3.3)
+    trust_region_delta: float = 1.0  # δ: bound on the linearised KL to the average policy
+    average_policy_decay: float = 0.99  # α: θ_avg ← α θ_avg + (1 − α) θ
+
+    def __post_init__(self) -> None:
+        _check_positive(self, "learning_rate", "optimizer_eps", "vf_coef", "trust_region_delta")
+        _check_choice(self, lr_schedule=("constant", "linear"), optimizer=("rmsprop", "adam"))
+        _check_fraction(self, "rmsprop_alpha", "average_policy_decay")
+
+
+@dataclass(frozen=True)
+class TRPOSettings:
+    """Trust region policy optimization (Schulman et al. 2015), value function fitted separately."""
+
+    max_kl: float = 0.01  # δ of the KL constraint
+    cg_iters: int = 10
+    cg_damping: float = 0.1  # Fisher-vector products use F + damping·I
+    line_search_steps: int = 10  # backtracking halvings of the natural step
+    line_search_accept: float = 0.1  # required fraction of the linearly expected improvement
+    vf_learning_rate: float = 1e-3
+    vf_epochs: int = 5
+    vf_minibatch_size: int = 64
+    ent_coef: float = 0.0
+
+    def __post_init__(self) -> None:
+        _check_positive(self, "max_kl", "cg_iters", "line_search_steps", "vf_learning_rate", "vf_epochs",
+                        "vf_minibatch_size")
+        _check_fraction(self, "line_search_accept")
+        if self.cg_damping < 0:
+            raise ValueError(f"cg_damping must be >= 0, got {self.cg_damping}")
+
+
+@dataclass(frozen=True)
+class VPGSettings:
+    """Vanilla policy gradient; Adam step size adapted from the KL of each update (PPO paper Fig. 3)."""
+
+    learning_rate: float = 3e-4  # initial Adam step size of the policy
+    kl_target: float | None = 0.01  # adapt the step size towards this KL; None = fixed step size
+    lr_factor: float = 1.5  # multiply/divide the step size by this
+    lr_bounds: tuple[float, ...] = (1e-6, 1e-1)  # keep the step size in [min, max]
+    vf_learning_rate: float = 1e-3
+    vf_epochs: int = 5
+    vf_minibatch_size: int = 64
+    ent_coef: float = 0.0
+
+    def __post_init__(self) -> None:
+        _check_positive(self, "learning_rate", "vf_learning_rate", "vf_epochs", "vf_minibatch_size")
+        if self.kl_target is not None and not self.kl_target > 0:
+            raise ValueError(f"kl_target must be > 0 or null, got {self.kl_target}")
+        if not self.lr_factor > 1:
+            raise ValueError(f"lr_factor must be > 1, got {self.lr_factor}")
+        if len(self.lr_bounds) != 2 or not 0 < self.lr_bounds[0] < self.lr_bounds[1]:
+            raise ValueError(f"lr_bounds must be [min, max] with 0 < min < max, got {list(self.lr_bounds)}")
+
+
+@dataclass(frozen=True)
+class CEMSettings:
+    """Noisy cross-entropy method over the policy's parameters (Szita & Lőrincz 2006)."""
+
+    population: int = 20  # parameter vectors evaluated per generation
+    elite_fraction: float = 0.2
+    init_std: float = 1.0  # initial standard deviation of every parameter
+    extra_noise: float = 0.0  # Z_0: noise variance added when refitting, decaying to 0
+    extra_noise_decay_generations: int = 100  # Z_t = Z_0 · max(0, 1 − t / this)
+    episodes_per_candidate: int = 1
+
+    def __post_init__(self) -> None:
+        _check_positive(self, "population", "init_std", "extra_noise_decay_generations", "episodes_per_candidate")
+        if not 0 < self.elite_fraction <= 1 or self.population * self.elite_fraction < 1:
+            raise ValueError(f"elite_fraction must be in (0, 1] and keep at least one elite, got {self.elite_fraction}")
+        if self.extra_noise < 0:
+            raise ValueError(f"extra_noise must be >= 0, got {self.extra_noise}")
+
+
+def _check_positive(obj, *names: str) -> None:
+    for name in names:
+        if not getattr(obj, name) > 0:
+            raise ValueError(f"{name} must be > 0, got {getattr(obj, name)}")
+
+
+def _check_fraction(obj, *names: str) -> None:
+    for name in names:
+        if not 0 <= getattr(obj, name) <= 1:
+            raise ValueError(f"{name} must lie in [0, 1], got {getattr(obj, name)}")
+
+
+def _check_choice(obj, **allowed: tuple) -> None:
+    for name, values in allowed.items():
+        if getattr(obj, name) not in values:
+            raise ValueError(f"{name} must be one of {values}, got {getattr(obj, name)!r}")
+
+
+# algorithm -> its settings record (the config section of the same name); PPO's live at top level.
+ALGORITHM_SETTINGS = {"a2c": A2CSettings, "trpo": TRPOSettings, "vpg": VPGSettings, "cem": CEMSettings}
+ALGORITHMS = ("ppo", *ALGORITHM_SETTINGS)
+# Top-level fields only PPO reads; the baselines' own values are in their sections.
+PPO_ONLY = ("epochs", "minibatch_size", "learning_rate", "lr_schedule", "adam_eps", "vf_coef", "max_grad_norm",
+            "objective")
+
+
 @dataclass(frozen=True)
 class PPOConfig:
-    """Everything that defines a PPO run except its task and seed."""
+    """Everything that defines a run except its task and seed: PPO's settings at top level, shared ones
+    (budget, rollout, network, observation handling) too, and a baseline's own in its section."""
 
+    algorithm: str = "ppo"  # "ppo" | "a2c" | "trpo" | "vpg" | "cem"
     total_steps: int = 1_000_000  # environment steps per run
     num_envs: int = 1  # actors per run
     horizon: int = 2048  # T: steps per actor per update
@@ -71,8 +189,19 @@ class PPOConfig:
     time_limit: str = "terminal"  # "terminal" (ppo1) | "bootstrap" (r += γ·V(s_final) on truncation)
     action_clip: bool = True  # clip sampled actions to the action space before env.step
     objective: Objective = field(default_factory=Objective)
+    a2c: A2CSettings | None = None
+    trpo: TRPOSettings | None = None
+    vpg: VPGSettings | None = None
+    cem: CEMSettings | None = None
 
     def __post_init__(self) -> None:
+        if self.algorithm not in ALGORITHMS:
+            raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {self.algorithm!r}")
+        for name, cls in ALGORITHM_SETTINGS.items():
+            if name == self.algorithm and getattr(self, name) is None:
+                object.__setattr__(self, name, cls())  # the section's defaults
+            elif name != self.algorithm and getattr(self, name) is not None:
+                raise ValueError(f"section {name} is for algorithm {name}; this config's algorithm is {self.algorithm}")
         positive = ["total_steps", "num_envs", "horizon", "epochs", "minibatch_size"]
         for name in positive:
             value = getattr(self, name)
@@ -91,20 +220,42 @@ class PPOConfig:
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
-        if (self.num_envs * self.horizon) % self.minibatch_size:
+        if self.algorithm == "ppo" and (self.num_envs * self.horizon) % self.minibatch_size:
             raise ValueError(
                 f"minibatch_size {self.minibatch_size} must divide num_envs*horizon "
                 f"{self.num_envs * self.horizon}"
             )
 
+    @property
+    def algorithm_key(self) -> str:
+        """The algorithm as Figure 3 names its lines: a2c, a2c_trust_region, trpo, vpg(_adaptive), cem, ppo."""
+        if self.algorithm == "a2c" and self.a2c.trust_region:
+            return "a2c_trust_region"
+        if self.algorithm == "vpg" and self.vpg.kl_target is not None:
+            return "vpg_adaptive"
+        return self.algorithm
+
+    @property
+    def settings(self):
+        """The algorithm's own section (None for PPO, whose settings are the top-level fields)."""
+        return getattr(self, self.algorithm, None)
+
     def structural_key(self) -> tuple:
-        """Fields that must be equal for runs to share one batched group (everything but the objective)."""
-        return tuple(
-            (f.name, getattr(self, f.name)) for f in dataclasses.fields(self) if f.name != "objective"
-        )
+        """Fields that must be equal for runs to share one batched group: for PPO everything but the
+        objective (ε, β, d_targ and c2 are per run), for the baselines everything."""
+        per_run = ("objective",) if self.algorithm == "ppo" else ()
+        return tuple(sorted((k, repr(v)) for k, v in self.to_dict().items() if k not in per_run))
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The settings this run uses: a baseline's record omits PPO's fields and other sections."""
+        out = dataclasses.asdict(self)
+        for name in ALGORITHM_SETTINGS:
+            if name != self.algorithm:
+                del out[name]
+        if self.algorithm != "ppo":
+            for name in PPO_ONLY:
+                del out[name]
+        return out
 
 
 def _field_types(cls) -> dict[str, dataclasses.Field]:
@@ -124,6 +275,8 @@ _TYPE_CHECKS = {  # annotation -> (test, what the error says)
     "tuple[int, ...]": (lambda v: isinstance(v, (list, tuple)) and len(v) > 0
                         and all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in v),
                         "a non-empty list of positive integers"),
+    "tuple[float, ...]": (lambda v: isinstance(v, (list, tuple)) and all(_is_number(x) for x in v),
+                          "a list of numbers"),
 }
 
 
@@ -144,21 +297,35 @@ def build_config(data: dict[str, Any], source: str) -> PPOConfig:
     unknown = sorted(set(data) - set(known))
     if unknown:
         raise ConfigError(f"{source}: unknown field(s) {unknown}; known fields: {sorted(known)}")
-    _check_types({k: v for k, v in data.items() if k != "objective"}, PPOConfig, source)
+    sections = {"objective": Objective, **ALGORITHM_SETTINGS}
+    _check_types({k: v for k, v in data.items() if k not in sections}, PPOConfig, source)
     kwargs = dict(data)
-    if "objective" in kwargs:
-        obj = kwargs["objective"]
-        if not isinstance(obj, dict):
-            raise ConfigError(f"{source}: field 'objective' must be a mapping")
-        obj_known = _field_types(Objective)
-        bad = sorted(set(obj) - set(obj_known))
+    algorithm = kwargs.get("algorithm", "ppo")
+    if algorithm != "ppo":
+        stray = sorted(set(kwargs) & set(PPO_ONLY))
+        if stray:
+            raise ConfigError(f"{source}: field(s) {stray} are PPO's; algorithm {algorithm} takes its "
+                              f"settings from section '{algorithm}'")
+    for name, cls in sections.items():
+        if name not in kwargs:
+            continue
+        section = kwargs[name]
+        if not isinstance(section, dict):
+            raise ConfigError(f"{source}: field '{name}' must be a mapping")
+        known_fields = _field_types(cls)
+        bad = sorted(set(section) - set(known_fields))
         if bad:
-            raise ConfigError(f"{source}: unknown field(s) objective.{bad}; known: {sorted(obj_known)}")
-        _check_types(obj, Objective, source, "objective.")
+            raise ConfigError(f"{source}: unknown field(s) {name}.{bad}; known: {sorted(known_fields)}")
+        _check_types(section, cls, source, f"{name}.")
+        section = {k: tuple(v) if isinstance(v, list) else v for k, v in section.items()}
+        for key, value in section.items():
+            if str(known_fields[key].type) == "int" and isinstance(value, float):
+                section[key] = int(value)
         try:
-            kwargs["objective"] = Objective(**obj)
+            kwargs[name] = cls(**section)
         except (TypeError, ValueError) as err:
-            raise ConfigError(f"{source}: {err}") from None
+            message = str(err) if str(err).startswith(f"{name}.") else f"{name}.{err}"
+            raise ConfigError(f"{source}: {message}") from None
     if "hidden_sizes" in kwargs:
         kwargs["hidden_sizes"] = tuple(kwargs["hidden_sizes"])
     for name in ("total_steps", "num_envs", "horizon", "epochs", "minibatch_size"):

@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
+import ppo.algorithms.ppo
 import ppo.train
 from ppo import records
 from ppo.config import Objective, PPOConfig
@@ -48,7 +49,7 @@ def kill_at(monkeypatch, target, name, after_calls):
 
 @pytest.mark.parametrize("where, target, name, after_calls", [
     ("during a rollout", ppo.train.LockstepEnvs, "step", 128 * 5 + 17),       # inside update 6
-    ("during an update", ppo.train, "objective_terms", 8 * 4 + 3),          # inside update 5's epochs
+    ("during an update", ppo.algorithms.ppo, "objective_terms", 8 * 4 + 3),          # inside update 5's epochs
     ("while writing a checkpoint", torch, "save", 2),                         # the second checkpoint
 ])
 def test_resume_gives_identical_records(tmp_path, monkeypatch, uninterrupted, where, target, name, after_calls):

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import torch
 
-import ppo.train
+import ppo.algorithms.ppo
 from ppo.config import Objective, PPOConfig
 from ppo.train import RunSpec, train_group
 
@@ -59,7 +59,7 @@ def test_time_limit_bootstrap_changes_only_the_targets():
 
 
 def test_diverging_run_is_recorded_and_the_group_goes_on(monkeypatch):
-    real = ppo.train.objective_terms
+    real = ppo.algorithms.ppo.objective_terms
     calls = {"n": 0}
 
     def poisoned(ratio, *args):
@@ -71,7 +71,7 @@ def test_diverging_run_is_recorded_and_the_group_goes_on(monkeypatch):
             loss[1] = loss[1] * torch.nan
         return loss, surr
 
-    monkeypatch.setattr(ppo.train, "objective_terms", poisoned)
+    monkeypatch.setattr(ppo.algorithms.ppo, "objective_terms", poisoned)
     ok, bad = train_group([spec("ok", 0), spec("bad", 1)], log=lambda _: None)
     assert ok.status == "completed" and len(ok.updates) == 6
     assert bad.status == "diverged"

@@ -1,0 +1,187 @@
+"""What every algorithm of a group shares: the group's set-up, its episode log, and on-policy rollouts.
+
+A *group* is any number of independent runs of one task trained in one process (ppo/train.py). Each run
+has its own seeds, environments, parameters, optimizer state and normalizer; they share only batched
+tensor operations, so a run's records do not depend on which runs share its group.
+
+``collect_batch`` is the one rollout of the policy-gradient algorithms (PPO, A2C, TRPO, VPG): all actors
+step in lock-step with exploration noise from each run's own stream, then GAE, the observation
+normalizer update (once per batch, before the policy update, as ppo1), and advantage normalization.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from .batched import GaussianActorCritic
+from .config import PPOConfig
+from .envs import LockstepEnvs
+from .gae import gae
+from .normalizer import ObsNormalizer
+
+
+def derive_seeds(root: int, num_envs: int) -> dict:
+    """Independent streams from one root seed (numpy SeedSequence), recorded in the manifest."""
+    env_ss, init_ss, sample_ss = np.random.SeedSequence(root).spawn(3)
+    return {
+        "root": root,
+        "envs": [int(s) for s in env_ss.generate_state(num_envs, dtype=np.uint32)],
+        "init": int(init_ss.generate_state(1, dtype=np.uint64)[0] >> 1),
+        "sampling": int(sample_ss.generate_state(1, dtype=np.uint64)[0] >> 1),
+    }
+
+
+class EpisodeLog:
+    """Per-run environment-step counters and finished episodes (global_step, return, length, wall time).
+
+    Runs that diverged, or already spent their budget, stop being recorded (``recording``) while the
+    group goes on computing them; ``steps`` counts each run's environment steps.
+    """
+
+    def __init__(self, num_runs: int, envs_per_run: int, start: float):
+        self.envs_per_run = envs_per_run
+        self.start = start
+        self.steps = np.zeros(num_runs, dtype=np.int64)
+        self.episodes: list[list[tuple]] = [[] for _ in range(num_runs)]
+        self.recording = np.ones(num_runs, dtype=bool)
+
+    def tick(self, active: np.ndarray | None = None) -> None:
+        """One lock-step of the actors (``active``: mask over actors that stepped; default all)."""
+        if active is None:
+            self.steps += self.envs_per_run
+        else:
+            self.steps += active.reshape(len(self.steps), self.envs_per_run).sum(1)
+
+    def finished(self, episodes: list[tuple[int, float, int]]) -> None:
+        """Episodes (actor index, return, length) that ended at the current step."""
+        wall = time.perf_counter() - self.start
+        for actor, ret, length in episodes:
+            run = actor // self.envs_per_run
+            if self.recording[run]:
+                self.episodes[run].append((int(self.steps[run]), ret, length, wall))
+
+    def recent_return(self, last: int = 10) -> float:
+        recent = [np.mean([e[1] for e in ep[-last:]]) for ep in self.episodes if ep]
+        return float(np.mean(recent)) if recent else math.nan
+
+    def state(self) -> dict:
+        return {"steps": torch.from_numpy(self.steps.copy()), "episodes": self.episodes,
+                "recording": self.recording.tolist(), "elapsed": time.perf_counter() - self.start}
+
+    def load_state(self, state: dict) -> None:
+        self.steps[:] = state["steps"].numpy()
+        self.episodes = [[tuple(e) for e in ep] for ep in state["episodes"]]
+        self.recording[:] = state["recording"]
+        self.start = time.perf_counter() - state["elapsed"]
+
+
+@dataclass
+class GroupContext:
+    """Everything an algorithm needs from its group: configs, seeds, environments, random streams."""
+
+    configs: list[PPOConfig]  # per run; equal up to per-run objective settings (PPO only)
+    seeds: list[dict]  # derive_seeds() per run
+    envs: LockstepEnvs  # actor i belongs to run i // num_envs
+    log: EpisodeLog
+    init_gens: list[torch.Generator] = field(default_factory=list)  # network initialisation, per run
+    sample_gens: list[torch.Generator] = field(default_factory=list)  # exploration and minibatches, per run
+
+    @property
+    def cfg(self) -> PPOConfig:
+        return self.configs[0]
+
+    @property
+    def num_runs(self) -> int:
+        return len(self.configs)
+
+
+def to_runs(x, T: int, G: int, E: int):
+    """[T, G*E, ...] (time, actor) -> [G, T*E, ...]: each run's batch, sample index t*E + e.
+
+    Contiguous on purpose: a reduction over a strided row sums in another order than over a contiguous
+    one, and the memory layout would then depend on the group size.
+    """
+    B = T * E
+    x = x.reshape(T, G, E, *x.shape[2:]).swapaxes(0, 1).reshape(G, B, *x.shape[2:])
+    return x.contiguous() if isinstance(x, torch.Tensor) else np.ascontiguousarray(x)
+
+
+@dataclass
+class Batch:
+    """One on-policy batch per run, [G, B, ...] with B = num_envs · horizon."""
+
+    obs: torch.Tensor  # normalized observations (normalizer updated with this batch first)
+    actions: torch.Tensor
+    advantages: torch.Tensor  # GAE, normalized as the config says
+    returns: torch.Tensor  # λ-returns: the value targets
+    values: np.ndarray  # V(s_t) at collection time
+    explained_variance: np.ndarray  # [G]: of the returns by those values
+    rollout_seconds: float
+
+
+def collect_batch(ctx: GroupContext, agent: GaussianActorCritic, normalizer: ObsNormalizer) -> Batch:
+    """Roll out ``cfg.horizon`` lock-steps of every actor, then GAE, normalizer update, advantages."""
+    t0 = time.perf_counter()
+    cfg, envs, G, E, T = ctx.cfg, ctx.envs, ctx.num_runs, ctx.cfg.num_envs, ctx.cfg.horizon
+    N, d, A = G * E, envs.obs_dim, envs.act_dim
+    bootstrap_time_limit = cfg.time_limit == "bootstrap"
+    obs_buf = np.zeros((T, N, d))
+    act_buf = torch.zeros(T, N, A)
+    rew_buf, val_buf, final_val_buf = np.zeros((T, N)), np.zeros((T, N)), np.zeros((T, N))
+    term_buf, trunc_buf = np.zeros((T, N), bool), np.zeros((T, N), bool)
+
+    noise = torch.stack([torch.randn(T, E, A, generator=g) for g in ctx.sample_gens], dim=1)  # [T, G, E, A]
+    with torch.no_grad():
+        std = agent.log_std.exp()
+        for t in range(T):
+            obs_buf[t] = envs.obs
+            x = normalizer(envs.obs.reshape(G, E, d))
+            action = agent.policy_mean(x) + std * noise[t]
+            val_buf[t] = agent.value_of(x).view(N).numpy()
+            act_buf[t] = action.view(N, A)
+            env_action = action.view(N, A).numpy().astype(np.float64)
+            if not np.isfinite(env_action).all():  # only a diverged run's; it is no longer recorded
+                env_action = np.nan_to_num(env_action, posinf=0.0, neginf=0.0)
+            if cfg.action_clip:
+                env_action = np.minimum(np.maximum(env_action, envs.low), envs.high)
+            rew_buf[t], term_buf[t], trunc_buf[t], final_obs, finished = envs.step(env_action)
+            if bootstrap_time_limit and trunc_buf[t].any():
+                # V of the final observation of a time-limited episode, batched over all actors
+                final = envs.obs.copy()
+                for i in np.flatnonzero(trunc_buf[t]):
+                    final[i] = final_obs[i]
+                final_val_buf[t] = agent.value_of(normalizer(final.reshape(G, E, d))).view(N).numpy()
+            ctx.log.tick()
+            ctx.log.finished(finished)
+        last_value = agent.value_of(normalizer(envs.obs.reshape(G, E, d))).view(N).numpy()
+    next_values = np.concatenate([val_buf[1:], last_value[None]])
+    end_buf = term_buf | trunc_buf
+    if bootstrap_time_limit:
+        next_values = np.where(trunc_buf, final_val_buf, next_values)
+    rollout_seconds = time.perf_counter() - t0
+
+    # "terminal" treats time limits as the end of value too (ppo1); "bootstrap" only true terminations
+    terminated = (term_buf if bootstrap_time_limit else end_buf).astype(np.float64)
+    adv, returns = gae(rew_buf, val_buf, next_values, terminated, end_buf.astype(np.float64), cfg.gamma,
+                       cfg.gae_lambda)
+
+    raw_obs = to_runs(obs_buf, T, G, E)
+    normalizer.update(raw_obs)
+    adv_all = torch.from_numpy(to_runs(adv, T, G, E)).float()
+    if cfg.adv_norm == "batch":
+        adv_all = (adv_all - adv_all.mean(1, keepdim=True)) / (adv_all.std(1, correction=0, keepdim=True) + 1e-8)
+    values, returns = to_runs(val_buf, T, G, E), to_runs(returns, T, G, E)
+    return Batch(obs=normalizer(raw_obs), actions=to_runs(act_buf, T, G, E), advantages=adv_all,
+                 returns=torch.from_numpy(returns).float(), values=values,
+                 explained_variance=explained_variance(values, returns), rollout_seconds=rollout_seconds)
+
+
+def explained_variance(pred: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """1 − Var[target − pred] / Var[target], per row."""
+    var = target.var(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(var == 0, np.nan, 1 - (target - pred).var(axis=1) / var)
