@@ -199,9 +199,12 @@ def _plot(curves: pd.DataFrame, path: str | Path, x: str, title: str) -> Path:
     return path
 
 
-def plot_curves(curves: pd.DataFrame, path: str | Path) -> Path:
+CURVES_TITLE = "Mean over seeds of the last-10-episode return, 95% bootstrap band"
+
+
+def plot_curves(curves: pd.DataFrame, path: str | Path, title: str = CURVES_TITLE) -> Path:
     """Learning curves over environment steps (curves computed with x='global_step')."""
-    return _plot(curves, path, "global_step", "Mean over seeds of the last-10-episode return, 95% bootstrap band")
+    return _plot(curves, path, "global_step", title)
 
 
 def plot_curves_walltime(curves: pd.DataFrame, path: str | Path) -> Path:

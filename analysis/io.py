@@ -57,14 +57,24 @@ def read_manifest(path: str | Path) -> dict:
     return manifest
 
 
-def _read_parquet(path: Path, required: Iterable[str]) -> pa.Table:
-    """Read a parquet file, turning every failure into an error naming the file."""
+def _one_line(exc: BaseException) -> str:
+    """pyarrow's messages can span lines and carry control characters from the damaged bytes."""
+    text = "".join(c if c.isprintable() else " " for c in str(exc))
+    return " ".join(text.split()) or type(exc).__name__
+
+
+def read_parquet(path: str | Path, required: Iterable[str] = ()) -> pa.Table:
+    """Read a parquet file, turning every failure into a one-line error naming the file. The file is
+    left as it is: deleting it is how the pipeline is asked to re-create it."""
+    path = Path(path)
     if not path.is_file():
         raise RunDataError(f"missing file: {path}")
     try:
         table = pq.read_table(path)
-    except (OSError, pa.ArrowException) as exc:
-        raise RunDataError(f"corrupt parquet file {path}: {exc}") from exc
+        table.schema.pandas_metadata  # noqa: B018 - decoded lazily by to_pandas; damaged bytes fail here
+    except (OSError, ValueError, pa.ArrowException) as exc:  # ArrowInvalid, UnicodeDecodeError are ValueErrors
+        raise RunDataError(f"corrupt parquet file {path} ({_one_line(exc)}); "
+                           "delete it and re-run the pipeline to re-create it") from exc
     missing = [c for c in required if c not in table.column_names]
     if missing:
         raise RunDataError(f"{path} lacks columns {missing}")
@@ -72,8 +82,16 @@ def _read_parquet(path: Path, required: Iterable[str]) -> pa.Table:
 
 
 def _flatten_manifest(manifest: dict, run_dir: Path) -> dict:
-    """Keep scalar manifest fields and split ``paper_row`` into two columns."""
+    """Keep scalar manifest fields, split ``paper_row`` into two columns and keep ``group`` (the
+    run ids trained in the same process) as a tuple."""
     row = {k: v for k, v in manifest.items() if k != "paper_row" and not isinstance(v, (dict, list))}
+    if "group" in manifest:
+        group = manifest["group"]
+        if not (isinstance(group, list) and group and all(isinstance(g, str) for g in group)):
+            raise RunDataError(
+                f"manifest {run_dir / 'manifest.json'}: group must be a non-empty list of run ids, got {group!r}"
+            )
+        row["group"] = tuple(group)
     paper_row = manifest.get("paper_row")
     if paper_row is None:
         row["paper_setting"] = None
@@ -91,9 +109,21 @@ def _flatten_manifest(manifest: dict, run_dir: Path) -> dict:
     return row
 
 
-def _concat_with_runs(tables: list[pa.Table], runs: pd.DataFrame) -> pd.DataFrame:
+def _check_schemas(tables: list[pa.Table], paths: list[Path]) -> None:
+    """Name the first file whose columns cannot be merged with the runs before it (e.g. a column
+    that is a float in one algorithm's records and a bool in another's)."""
+    schema = tables[0].schema
+    for table, path in zip(tables[1:], paths[1:]):
+        try:
+            schema = pa.unify_schemas([schema, table.schema], promote_options="permissive")
+        except (pa.ArrowTypeError, pa.ArrowInvalid) as exc:
+            raise RunDataError(f"{path}: column types clash with earlier runs' {path.name} files: {exc}") from exc
+
+
+def _concat_with_runs(tables: list[pa.Table], runs: pd.DataFrame, paths: list[Path]) -> pd.DataFrame:
     """Concatenate per-run tables and attach the run columns by position (no merge)."""
     lengths = np.array([t.num_rows for t in tables], dtype=np.int64)
+    _check_schemas(tables, paths)
     merged = pa.concat_tables(tables, promote_options="permissive").to_pandas()
     run_index = np.repeat(np.arange(len(tables)), lengths)
     meta = runs.loc[:, list(RUN_COLUMNS)].iloc[run_index].reset_index(drop=True)
@@ -101,22 +131,28 @@ def _concat_with_runs(tables: list[pa.Table], runs: pd.DataFrame) -> pd.DataFram
     return pd.concat([meta, merged], axis=1)
 
 
-def load_study(runs_dir: str | Path, run_dirs: Iterable[str | Path] | None = None
+def load_study(runs_dir: str | Path, run_dirs: Iterable[str | Path] | None = None,
+               update_columns: Iterable[str] | None = None,
                ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Load every run under ``runs_dir``, or exactly ``run_dirs`` when given (the pipeline passes the
     study's current runs, so a run left over from an earlier seed count is not counted).
 
+    ``update_columns`` keeps only those ``updates.parquet`` columns (each required in every run):
+    studies whose algorithms log different per-update metrics load just the common ones.
+
     Returns ``(episodes, updates, manifests)``: the first two are the concatenated
     parquet files with ``run_id, task, variant, variant_label, seed, status`` prepended;
     ``manifests`` has one row per run (scalar manifest fields, ``paper_setting``,
-    ``paper_param`` and ``run_dir``).
+    ``paper_param``, ``run_dir`` and, when the manifest has it, ``group`` as a tuple).
     """
     run_dirs = find_run_dirs(runs_dir) if run_dirs is None else sorted(Path(d) for d in run_dirs)
+    keep = None if update_columns is None else list(dict.fromkeys([*UPDATE_COLUMNS, *update_columns]))
     rows, episodes, updates = [], [], []
     for run_dir in run_dirs:
         rows.append(_flatten_manifest(read_manifest(run_dir / "manifest.json"), run_dir))
-        episodes.append(_read_parquet(run_dir / "episodes.parquet", EPISODE_COLUMNS))
-        updates.append(_read_parquet(run_dir / "updates.parquet", UPDATE_COLUMNS))
+        episodes.append(read_parquet(run_dir / "episodes.parquet", EPISODE_COLUMNS))
+        table = read_parquet(run_dir / "updates.parquet", keep or UPDATE_COLUMNS)
+        updates.append(table if keep is None else table.select(keep))
     manifests = pd.DataFrame(rows)
     duplicated = manifests["run_id"][manifests["run_id"].duplicated()]
     if not duplicated.empty:
@@ -125,8 +161,8 @@ def load_study(runs_dir: str | Path, run_dirs: Iterable[str | Path] | None = Non
         raise RunDataError(f"run_id {first!r} appears in several runs: {dirs}")
     manifests["seed"] = manifests["seed"].astype("int64")
     return (
-        _concat_with_runs(episodes, manifests),
-        _concat_with_runs(updates, manifests),
+        _concat_with_runs(episodes, manifests, [d / "episodes.parquet" for d in run_dirs]),
+        _concat_with_runs(updates, manifests, [d / "updates.parquet" for d in run_dirs]),
         manifests,
     )
 
@@ -135,7 +171,7 @@ def load_random(paths: Iterable[str | Path]) -> pd.Series:
     """Mean random-policy return per task; the task is the file stem (``Hopper-v5``)."""
     means: dict[str, float] = {}
     for path in map(Path, paths):
-        table = _read_parquet(path, RANDOM_COLUMNS)
+        table = read_parquet(path, RANDOM_COLUMNS)
         returns = table.column("episode_return").to_numpy().astype(float)
         if returns.size == 0 or not np.all(np.isfinite(returns)):
             raise RunDataError(f"{path} has no episodes or non-finite returns")

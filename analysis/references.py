@@ -2,7 +2,9 @@
 
 The published numbers use other env versions, budgets and metrics (SOURCES.md Flag 8),
 so every reference row carries a ``comparable`` note spelling out the differences; the
-metric is derived from the row's own source/note text, never assumed.
+metric is derived from the row's own source/note text, never assumed. With ``note_only`` it
+is read from the note alone (no source-level rule), so a row whose note does not state its
+metric says so.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ _PPO = re.compile(r"(?<![a-z])ppo", re.IGNORECASE)
 # use the rlops last-100 pipeline even where a row's note does not repeat it).
 _METRIC_RULES: list[tuple[str, str, str]] = [
     ("note", "max over", "max-over-training eval"),
+    # openai/baselines columns of the CleanRL pages: "same metric pipeline as CleanRL column".
+    ("note", "same metric pipeline as cleanrl", "last-100 training episodes"),
     ("note", "single training run", "single-run final-agent eval"),
     ("source", "zoo", "single-run final-agent eval"),
     ("note", "bootstrap mean", "bootstrap mean of final return, window not stated"),
@@ -34,6 +38,7 @@ _METRIC_RULES: list[tuple[str, str, str]] = [
     ("note", "final reward", "final training reward, window not stated"),
 ]
 SAME_METRIC = "last-100 training episodes"
+NOT_STATED = "metric not stated"
 
 _SPREAD_RULES: list[tuple[str, str]] = [
     ("standard error", "± is standard error, std blank"),
@@ -67,17 +72,30 @@ def format_steps(steps: float) -> str:
     return f"{int(steps)}"
 
 
-def reference_metric(source: str, note: str) -> str:
-    """Which metric a reference row reports, read from its source and note text."""
+def reference_metric(source: str, note: str, note_only: bool = False) -> str:
+    """Which metric a reference row reports, read from its source and note text.
+
+    ``note_only`` skips the source-level rules: the label then rests on the row's note alone,
+    and a note that does not state the metric gives ``"metric not stated"``.
+    """
     text = {"source": str(source).lower(), "note": str(note).lower()}
     for where, phrase, label in _METRIC_RULES:
+        if note_only and where != "note":
+            continue
         if phrase in text[where]:
             return label
-    return "metric not stated"
+    return NOT_STATED
 
 
-def comparable_note(ref: pd.Series, our_version: str, our_steps: float) -> str:
-    """One line saying how a reference row differs from our setup."""
+def algo_rows(references: pd.DataFrame, prefix: str) -> pd.DataFrame:
+    """Rows whose ``algo`` starts with ``prefix`` (case-insensitive): ``ppo`` takes ``ppo2 (...)``
+    and ``ppo (...)`` but not ``trpo``; ``trpo`` takes ``trpo_mpi``."""
+    algo = references["algo"].astype(str).str.strip().str.lower()
+    return references[algo.str.startswith(prefix.lower())]
+
+
+def comparable_note(ref: pd.Series, our_version: str, our_steps: float, note_only: bool = False) -> str:
+    """One line saying how a reference row differs from our setup (metric as :func:`reference_metric`)."""
     parts = []
     if ref["env_version"] == our_version:
         parts.append(f"same env version {our_version}")
@@ -89,8 +107,11 @@ def comparable_note(ref: pd.Series, our_version: str, our_steps: float) -> str:
         parts.append(f"same budget {format_steps(our_steps)} steps")
     else:
         parts.append(f"{format_steps(ref['steps'])} vs our {format_steps(our_steps)} steps")
-    metric = reference_metric(ref["source"], ref["note"])
-    parts.append(f"metric: {metric}" + (" (same as ours)" if metric == SAME_METRIC else ""))
+    metric = reference_metric(ref["source"], ref["note"], note_only)
+    if metric == NOT_STATED:
+        parts.append(NOT_STATED)
+    else:
+        parts.append(f"metric: {metric}" + (" (same as ours)" if metric == SAME_METRIC else ""))
     if pd.isna(ref["n_seeds"]):
         parts.append("seeds not stated")
     elif ref["n_seeds"] == 1:
@@ -98,6 +119,27 @@ def comparable_note(ref: pd.Series, our_version: str, our_steps: float) -> str:
     note = str(ref["note"]).lower()
     parts.extend(text for phrase, text in _SPREAD_RULES if phrase in note)
     return "; ".join(parts)
+
+
+REF_COLUMNS = [
+    "ref_source", "ref_algo", "ref_env_version", "ref_steps", "ref_mean", "ref_std",
+    "ref_n_seeds", "ref_metric", "comparable",
+]
+
+
+def reference_columns(ref: pd.Series, our_version: str, our_steps: float, note_only: bool = False) -> dict:
+    """The ``REF_COLUMNS`` of one reference row placed beside one of our results."""
+    return {
+        "ref_source": ref["source"],
+        "ref_algo": ref["algo"],
+        "ref_env_version": ref["env_version"],
+        "ref_steps": ref["steps"],
+        "ref_mean": ref["mean"],
+        "ref_std": ref["std"],
+        "ref_n_seeds": ref["n_seeds"],
+        "ref_metric": reference_metric(ref["source"], ref["note"], note_only),
+        "comparable": comparable_note(ref, our_version, our_steps, note_only),
+    }
 
 
 def per_task_reference(
@@ -141,24 +183,10 @@ def per_task_reference(
             rows.append(base)
             continue
         for _, ref in matches.iterrows():
-            rows.append(
-                base
-                | {
-                    "ref_source": ref["source"],
-                    "ref_algo": ref["algo"],
-                    "ref_env_version": ref["env_version"],
-                    "ref_steps": ref["steps"],
-                    "ref_mean": ref["mean"],
-                    "ref_std": ref["std"],
-                    "ref_n_seeds": ref["n_seeds"],
-                    "ref_metric": reference_metric(ref["source"], ref["note"]),
-                    "comparable": comparable_note(ref, our_version, our_steps),
-                }
-            )
+            rows.append(base | reference_columns(ref, our_version, our_steps))
     columns = [
         "task", "env", "our_env_version", "our_steps", "our_n_seeds", "our_mean",
-        "our_ci_low", "our_ci_high", "ref_source", "ref_algo", "ref_env_version",
-        "ref_steps", "ref_mean", "ref_std", "ref_n_seeds", "ref_metric", "comparable",
+        "our_ci_low", "our_ci_high", *REF_COLUMNS,
     ]
     out = pd.DataFrame(rows).reindex(columns=columns)
     return out.reset_index(drop=True)

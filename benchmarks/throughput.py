@@ -3,10 +3,13 @@
 
     python benchmarks/throughput.py --task Hopper-v5 --groups 1 11 33 --steps 8192 --repeats 3 \
         --sb3 --out results/benchmarks/throughput_Hopper-v5.csv
+    python benchmarks/throughput.py --task Hopper-v5 --groups 1 --variants clip_0.2 a2c trpo cem
+
 
 For one task it measures, each `--repeats` times (median reported):
   raw      gymnasium env stepped with presampled random actions (same construction as training)
   ours-N   PPO paper preset, a group of N runs in one process, each run `--steps` env steps
+           (with --variants: each variant file's algorithm and settings, e.g. `trpo-N`, side by side)
   sb3      Stable-Baselines3 PPO with the paper's hyperparameters (optional: pip install '.[bench]')
 All on one core (torch threads = 1). Steps/s counts environment steps summed over the group's runs.
 Ratios: ours/raw (how close training gets to pure simulation) and ours/sb3.
@@ -23,7 +26,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ppo.config import build_config, load_preset
+from ppo.config import build_config, load_preset, load_variant
 from ppo.train import RunSpec, train_group
 
 
@@ -40,9 +43,12 @@ def raw_steps_per_second(task: str, steps: int) -> float:
     return steps / (time.perf_counter() - start)
 
 
-def ours_steps_per_second(task: str, n_runs: int, steps: int) -> float:
-    preset = load_preset("ppo_mujoco_paper")
-    cfg = build_config({**preset.config, "total_steps": steps}, "benchmark")
+def ours_steps_per_second(task: str, n_runs: int, steps: int, variant: str | None = None) -> float:
+    if variant is None:
+        preset = load_preset("ppo_mujoco_paper")
+        cfg = build_config({**preset.config, "total_steps": steps}, "benchmark")
+    else:
+        cfg = load_variant(variant, total_steps=steps).config
     specs = [RunSpec(f"bench{i}", task, cfg, i) for i in range(n_runs)]
     start = time.perf_counter()
     train_group(specs, log=lambda _: None)
@@ -68,6 +74,8 @@ def main(argv=None) -> int:
     p.add_argument("--groups", type=int, nargs="+", default=[1, 11, 33])
     p.add_argument("--steps", type=int, default=8192, help="env steps per run (multiple of 2048)")
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--variants", nargs="+", default=None,
+                   help="experiments/variants files to measure instead of the PPO preset (any algorithm)")
     p.add_argument("--sb3", action="store_true", help="also measure Stable-Baselines3 PPO")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
@@ -75,7 +83,9 @@ def main(argv=None) -> int:
 
     measures = {"raw": lambda: raw_steps_per_second(args.task, max(args.steps, 20_000))}
     for n in args.groups:
-        measures[f"ours-{n}"] = lambda n=n: ours_steps_per_second(args.task, n, args.steps)
+        for variant in args.variants or [None]:
+            name = f"{variant or 'ours'}-{n}"
+            measures[name] = lambda n=n, v=variant: ours_steps_per_second(args.task, n, args.steps, v)
     if args.sb3:
         measures["sb3"] = lambda: sb3_steps_per_second(args.task, args.steps)
     samples: dict[str, list[float]] = {k: [] for k in measures}

@@ -1,0 +1,354 @@
+"""The paper's Figure 3: PPO (clipping, ε = 0.2) beside its baselines on the seven MuJoCo tasks.
+
+Every run's manifest names its ``algorithm`` (one of :data:`ALGORITHMS`); one variant is one
+algorithm. Everything here reuses the Table 1 machinery:
+
+- **final score** of a run: :func:`analysis.scores.final_scores` (mean return of its last 100
+  training episodes); per task and variant the mean over seeds with a percentile bootstrap
+  interval (:func:`analysis.stats.bootstrap_ci`), beside every published row of the same
+  algorithm and task in ``reference/mujoco_reference_scores.csv`` (:func:`final_score_table`);
+- **normalisation**: :func:`analysis.table1.normalize_scores` (per task, our random policy = 0,
+  the best variant's mean = 1, the best chosen among the variants present, here the figure's
+  algorithms); aggregated per variant with :func:`analysis.aggregate.aggregate_metrics`
+  (mean, IQM, median, optimality gap, stratified bootstrap intervals; :func:`aggregate_table`);
+- **learning curves**: :func:`analysis.curves.learning_curves` and its plot (:func:`plot_figure3`);
+- **throughput** (:func:`throughput`): environment steps per second of wall-clock time, per
+  algorithm and task, beside PPO's and as a ratio to it.
+
+Throughput rule. Runs train in groups: one process steps a group's runs together, so they share
+one clock, and a run's own wall time says nothing about its algorithm's speed. A group's
+throughput is its steps over its wall time: steps = the sum over its runs of the last
+``global_step`` in ``updates.parquet`` (a diverged run counts the steps it recorded); wall time =
+the largest ``wall_seconds`` in its runs' manifests (the whole job, from start to the last
+record written), or the last ``wall_time`` in ``updates.parquet`` when a manifest has no
+``wall_seconds``. Groups come from the manifest's ``group`` (the run ids trained together; a run
+without it is a group of one). A group member that is not among the loaded runs is counted with
+the mean steps of the loaded members. Per task and variant the throughput is the sum of its
+groups' steps over the sum of their wall times. A group shared with other variants counts fully
+for each of them (``shared_with`` names them). The per-update ``sps`` column is not used: it is
+one run's batch over the update's time, whose meaning depends on how each algorithm batches.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analysis.aggregate import METRICS, aggregate_metrics
+from analysis.curves import learning_curves, plot_curves
+from analysis.io import RunDataError
+from analysis.references import REF_COLUMNS, algo_rows, format_steps, reference_columns, task_env_name
+from analysis.stats import bootstrap_ci, mean
+
+# algorithm (manifest field) -> the leading token of its rows' ``algo`` in
+# reference/mujoco_reference_scores.csv, or None where no row exists. Order = display order.
+ALGORITHMS: dict[str, str | None] = {
+    "ppo": "ppo",
+    "trpo": "trpo",
+    "a2c": "a2c",
+    "a2c_trust_region": None,
+    "vpg_adaptive": None,
+    "cem": None,
+}
+NO_REFERENCE = "no published reference in reference/mujoco_reference_scores.csv"
+PAPER_STEPS = 1_000_000  # Sec 6.1 / Figure 3 budget; the script reads it from reference/ when it can
+UPDATE_COLUMNS = ("update", "global_step", "wall_time")  # the updates.parquet columns used here
+MEDIAN_ROW = "median over tasks"
+
+FINAL_COLUMNS = [
+    "task", "algorithm", "variant", "variant_label", "our_env_version", "our_steps", "n_seeds",
+    "n_diverged", "our_mean", "our_ci_low", "our_ci_high", "normalized_mean", "n_refs", *REF_COLUMNS,
+]
+THROUGHPUT_COLUMNS = [
+    "task", "algorithm", "variant", "variant_label", "n_runs", "n_groups", "group_sizes", "shared_with",
+    "steps", "wall_seconds", "steps_per_second", "ppo_steps_per_second", "ratio_to_ppo", "wall_source",
+]
+
+
+def _manifest_path(manifests: pd.DataFrame, run_id: str) -> str:
+    row = manifests.loc[manifests["run_id"] == run_id].iloc[0]
+    return str(Path(row["run_dir"]) / "manifest.json") if "run_dir" in row else repr(run_id)
+
+
+def run_algorithms(manifests: pd.DataFrame) -> pd.Series:
+    """``variant -> algorithm`` from the manifests, checking every run names a known algorithm
+    and every variant exactly one. Errors name the offending manifest."""
+    values = manifests["algorithm"] if "algorithm" in manifests.columns else pd.Series(None, index=manifests.index)
+    missing = manifests.loc[values.isna(), "run_id"]
+    if not missing.empty:
+        raise RunDataError(
+            f"manifest {_manifest_path(manifests, missing.iloc[0])} lacks key 'algorithm' "
+            f"(one of {list(ALGORITHMS)}); {len(missing)} run(s) lack it"
+        )
+    unknown = manifests.loc[~values.isin(list(ALGORITHMS)), "run_id"]
+    if not unknown.empty:
+        bad = values[manifests["run_id"] == unknown.iloc[0]].iloc[0]
+        raise RunDataError(
+            f"manifest {_manifest_path(manifests, unknown.iloc[0])}: unknown algorithm {bad!r}; "
+            f"expected one of {list(ALGORITHMS)}"
+        )
+    pairs = pd.DataFrame({"variant": manifests["variant"], "algorithm": values}).drop_duplicates()
+    clash = pairs["variant"][pairs["variant"].duplicated()]
+    if not clash.empty:
+        variant = clash.iloc[0]
+        found = sorted(pairs.loc[pairs["variant"] == variant, "algorithm"])
+        raise RunDataError(f"variant {variant!r} has runs of several algorithms {found}")
+    return pairs.set_index("variant")["algorithm"]
+
+
+def _algorithm_order(variants: pd.Series, algorithms: pd.Series) -> pd.Series:
+    """Sort key: position of the variant's algorithm in ALGORITHMS."""
+    order = {a: i for i, a in enumerate(ALGORITHMS)}
+    return variants.map(algorithms).map(order)
+
+
+def final_score_table(
+    scores: pd.DataFrame,
+    manifests: pd.DataFrame,
+    references: pd.DataFrame,
+    normalized: pd.DataFrame | None = None,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Per task and variant: our final score beside every published row of its algorithm.
+
+    Long format, one row per (our result, reference row); a result with no reference keeps one
+    row whose ``comparable`` says :data:`NO_REFERENCE`. Reference rows match on ``env`` (the task
+    without its version) and an ``algo`` starting with the algorithm's token in
+    :data:`ALGORITHMS`; their metric is read from their note alone (``note_only``), so a note
+    that does not state it says "metric not stated". ``our_mean`` is the mean over seeds of the
+    final scores with a 95% percentile bootstrap interval over seeds (NaN with one seed);
+    ``n_seeds`` counts the scored runs and ``n_diverged`` those of them that diverged;
+    ``normalized_mean`` is their mean normalised score when ``normalized`` is given.
+    """
+    algorithms = run_algorithms(manifests)
+    meta = manifests.set_index("run_id")
+    rows = []
+    for (task, variant), group in scores.groupby(["task", "variant"], sort=True):
+        run_meta = meta.loc[group["run_id"]]
+        our_version = "/".join(sorted(run_meta["env_version"].astype(str).unique()))
+        our_steps = float(run_meta["total_steps"].max())
+        ci = bootstrap_ci(group["score"].to_numpy(), mean, n_resamples, seed=seed)
+        algorithm = algorithms[variant]
+        norm = math.nan
+        if normalized is not None:
+            picked = normalized[(normalized["task"] == task) & (normalized["variant"] == variant)]
+            norm = float(picked["normalized"].mean()) if not picked.empty else math.nan
+        prefix = ALGORITHMS[algorithm]
+        matches = references.iloc[0:0] if prefix is None else algo_rows(references, prefix)
+        matches = matches[matches["env"] == task_env_name(task)]
+        base = {
+            "task": task,
+            "algorithm": algorithm,
+            "variant": variant,
+            "variant_label": group["variant_label"].iloc[0],
+            "our_env_version": our_version,
+            "our_steps": int(our_steps),
+            "n_seeds": len(group),
+            "n_diverged": int((group["status"] == "diverged").sum()),
+            "our_mean": ci.point,
+            "our_ci_low": ci.low,
+            "our_ci_high": ci.high,
+            "normalized_mean": norm,
+            "n_refs": len(matches),
+        }
+        if matches.empty:
+            rows.append(base | {"comparable": NO_REFERENCE})
+        for _, ref in matches.iterrows():
+            rows.append(base | reference_columns(ref, our_version, our_steps, note_only=True))
+    out = pd.DataFrame(rows).reindex(columns=FINAL_COLUMNS)
+    out["_order"] = _algorithm_order(out["variant"], algorithms)
+    out = out.sort_values(["task", "_order", "variant"], kind="stable").drop(columns="_order")
+    return out.reset_index(drop=True)
+
+
+def aggregate_table(
+    normalized: pd.DataFrame, manifests: pd.DataFrame, n_resamples: int = 10_000, seed: int = 0
+) -> pd.DataFrame:
+    """Per variant (= algorithm): mean normalised score over all its runs and tasks (Table 1's
+    number) and IQM, median and optimality gap, each with its 95% stratified bootstrap interval
+    (:func:`analysis.aggregate.aggregate_metrics`), best mean first."""
+    algorithms = run_algorithms(manifests)
+    agg = aggregate_metrics(normalized, n_resamples, seed=seed)
+    agg.insert(0, "algorithm", agg["variant"].map(algorithms))
+    diverged = normalized.assign(d=normalized["status"] == "diverged").groupby("variant")["d"].sum()
+    agg.insert(agg.columns.get_loc("n_runs") + 1, "n_diverged", agg["variant"].map(diverged).astype(int))
+    metrics = ["mean", *[m for m in METRICS if m != "mean"]]  # Table 1's statistic first
+    metric_columns = [c for m in metrics for c in (m, f"{m}_ci_low", f"{m}_ci_high")]
+    front = ["algorithm", "variant", "variant_label", "n_tasks", "n_runs", "n_diverged"]
+    agg = agg[front + metric_columns]
+    return agg.sort_values(["mean", "variant"], ascending=[False, True], kind="stable").reset_index(drop=True)
+
+
+def best_per_task(normalized: pd.DataFrame) -> pd.DataFrame:
+    """Each task's scale: ``task, random_score, best_variant, best_score`` (Table 1's constants)."""
+    return normalized.groupby("task", sort=True)[["random_score", "best_variant", "best_score"]].first().reset_index()
+
+
+def _run_steps_and_wall(manifests: pd.DataFrame, updates: pd.DataFrame) -> pd.DataFrame:
+    """Per run: steps recorded (last update's global_step), its job's wall time and where that came from."""
+    by_run = updates.groupby("run_id")
+    runs = manifests.set_index("run_id")
+    steps = by_run["global_step"].max().reindex(runs.index).fillna(0).astype(float)
+    last_update_wall = by_run["wall_time"].max().reindex(runs.index).astype(float)
+    manifest_wall = (
+        pd.to_numeric(runs["wall_seconds"], errors="coerce") if "wall_seconds" in runs.columns
+        else pd.Series(np.nan, index=runs.index)
+    )
+    from_manifest = np.isfinite(manifest_wall.to_numpy(dtype=float))
+    wall = manifest_wall.where(from_manifest, last_update_wall)
+    source = np.where(from_manifest, "manifest wall_seconds", "updates.parquet wall_time")
+    if "group" in runs.columns:
+        groups = [set(g) | {r} if isinstance(g, tuple) else {r} for r, g in zip(runs.index, runs["group"])]
+    else:
+        groups = [{r} for r in runs.index]
+    return pd.DataFrame(
+        {
+            "run_id": runs.index,
+            "task": runs["task"].to_numpy(),
+            "variant": runs["variant"].to_numpy(),
+            "variant_label": runs["variant_label"].to_numpy(),
+            "steps": steps.to_numpy(),
+            "wall": wall.to_numpy(dtype=float),
+            "wall_source": source,
+            "group": [" + ".join(sorted(g)) for g in groups],  # a plain string key: run ids never hold " + "
+            "group_size": [len(g) for g in groups],
+        }
+    )
+
+
+def _groups(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per training group: its steps (missing members at the loaded members' mean), wall
+    time (the largest of its members') and the variants it trained."""
+    rows = []
+    for key, members in runs.groupby("group", sort=True):
+        size = int(members["group_size"].max())
+        scale = size / len(members)
+        rows.append(
+            {
+                "group": key,
+                "size": size,
+                "steps": float(members["steps"].sum()) * scale,
+                "wall": float(members["wall"].max()),
+                "wall_source": "; ".join(sorted(set(members["wall_source"]))),
+                "variants": frozenset(members["variant"]),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _join(values) -> str:
+    return "; ".join(str(v) for v in sorted(set(values)))
+
+
+def throughput(manifests: pd.DataFrame, updates: pd.DataFrame, anchor: str = "clip_0.2") -> pd.DataFrame:
+    """Environment steps per wall-clock second per task and variant, and the ratio to ``anchor``
+    (PPO) on the same task, plus one ``median over tasks`` row per variant (median of its
+    per-task steps/s, of the anchor's on the same tasks, and of the per-task ratios). See the
+    module docstring for how grouped runs share a clock. The ratio is NaN where the anchor
+    did not run the task."""
+    algorithms = run_algorithms(manifests)
+    runs = _run_steps_and_wall(manifests, updates)
+    groups = _groups(runs).set_index("group")
+    rows = []
+    for (task, variant), members in runs.groupby(["task", "variant"], sort=True):
+        own = groups.loc[list(dict.fromkeys(members["group"]))]
+        steps, wall = float(own["steps"].sum()), float(own["wall"].sum())
+        others = set().union(*own["variants"]) - {variant}
+        rows.append(
+            {
+                "task": task,
+                "algorithm": algorithms[variant],
+                "variant": variant,
+                "variant_label": members["variant_label"].iloc[0],
+                "n_runs": len(members),
+                "n_groups": len(own),
+                "group_sizes": _join(own["size"]),
+                "shared_with": _join(others),
+                "steps": steps,
+                "wall_seconds": wall,
+                "steps_per_second": steps / wall if wall > 0 else math.nan,
+                "wall_source": _join(own["wall_source"]),
+            }
+        )
+    per_task = pd.DataFrame(rows)
+    ppo = per_task.loc[per_task["variant"] == anchor].set_index("task")["steps_per_second"]
+    per_task["ppo_steps_per_second"] = per_task["task"].map(ppo).astype(float)
+    per_task["ratio_to_ppo"] = per_task["steps_per_second"] / per_task["ppo_steps_per_second"]
+    medians = []
+    for variant, block in per_task.groupby("variant", sort=True):
+        medians.append(
+            {
+                "task": MEDIAN_ROW,
+                "algorithm": block["algorithm"].iloc[0],
+                "variant": variant,
+                "variant_label": block["variant_label"].iloc[0],
+                "n_runs": int(block["n_runs"].sum()),
+                "n_groups": int(block["n_groups"].sum()),
+                "group_sizes": _join(int(s) for sizes in block["group_sizes"] for s in sizes.split("; ")),
+                "shared_with": _join(s for shared in block["shared_with"] for s in shared.split("; ") if s),
+                "steps": math.nan,
+                "wall_seconds": math.nan,
+                "steps_per_second": float(block["steps_per_second"].median()),
+                "ppo_steps_per_second": float(block["ppo_steps_per_second"].median()),
+                "ratio_to_ppo": float(block["ratio_to_ppo"].median()),
+                "wall_source": _join(s for sources in block["wall_source"] for s in sources.split("; ")),
+            }
+        )
+    out = pd.concat([per_task, pd.DataFrame(medians)], ignore_index=True)
+    out["_median"] = out["task"] == MEDIAN_ROW
+    out["_order"] = _algorithm_order(out["variant"], algorithms)
+    out = out.sort_values(["_median", "task", "_order", "variant"], kind="stable")
+    return out.drop(columns=["_median", "_order"]).reset_index(drop=True)[THROUGHPUT_COLUMNS]
+
+
+def is_reduced(manifests: pd.DataFrame, paper_steps: float = PAPER_STEPS) -> bool:
+    """True when any run says ``reduced`` or trained fewer steps than the paper."""
+    flagged = "reduced" in manifests.columns and bool(manifests["reduced"].fillna(False).astype(bool).any())
+    short = "total_steps" in manifests.columns and bool((manifests["total_steps"].dropna() < paper_steps).any())
+    return flagged or short
+
+
+def budget_line(
+    manifests: pd.DataFrame, notes: Sequence[str] = (), paper_steps: float = PAPER_STEPS, paper_seeds: object = 3
+) -> str:
+    """The budget to print on the figure: the given notes, else steps and seeds read from the runs.
+    A reduced study always starts with ``REDUCED BUDGET`` unless its note already says so."""
+    if notes:
+        line = " | ".join(" ".join(str(n).split()) for n in notes)
+    else:
+        steps = sorted(manifests["total_steps"].dropna().astype(int).unique()) if "total_steps" in manifests else []
+        seeds = manifests.groupby(["task", "variant"])["seed"].nunique()
+        seed_text = f"{seeds.min()}" if seeds.min() == seeds.max() else f"{seeds.min()}-{seeds.max()}"
+        line = (
+            f"{', '.join(format_steps(s) for s in steps) or '?'} env steps per run, {seed_text} seed(s) "
+            f"per task and algorithm (paper: {format_steps(paper_steps)} steps, {paper_seeds} seeds)"
+        )
+    if is_reduced(manifests, paper_steps) and "reduced" not in line.lower():
+        line = f"REDUCED BUDGET: {line}"
+    return line
+
+
+def plot_figure3(
+    episodes: pd.DataFrame,
+    manifests: pd.DataFrame,
+    path: str | Path,
+    budget: str,
+    n_points: int = 100,
+    smooth: int = 10,
+    n_resamples: int = 2_000,
+    seed: int = 0,
+) -> Path:
+    """Figure 3: one panel per task, one line per algorithm (mean over seeds of the last-``smooth``
+    episode return on a common step grid) with its 95% bootstrap band over seeds; ``budget`` is
+    the title's second line."""
+    curves = learning_curves(episodes, manifests, "global_step", n_points, smooth, n_resamples, seed=seed)
+    title = (
+        f"Figure 3: PPO and the paper's baselines. Mean over seeds of the last-{smooth}-episode return, "
+        f"95% bootstrap band\n{budget}"
+    )
+    return plot_curves(curves, path, title)

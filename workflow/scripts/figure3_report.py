@@ -1,0 +1,182 @@
+#!/usr/bin/env python
+"""Build the Figure 3 report: PPO (clipping, ε = 0.2) beside the paper's baselines on the MuJoCo tasks.
+
+Usage (from the repository root, or from a Snakemake ``shell:`` rule):
+
+    python workflow/scripts/figure3_report.py --runs results/figure3/<scale>/runs \
+        --random results/random/Hopper-v5.parquet results/random/Walker2d-v5.parquet \
+        --reference-dir reference --out-dir results/figure3/<scale>/report \
+        --budget-note "REDUCED BUDGET: 60k steps per run"
+
+Writes into --out-dir:
+  figure3_curves.png            learning curves, one panel per task, one line per algorithm;
+  figure3_final_scores.csv/.md  final score (mean of the last 100 training episodes) per task and
+                                algorithm, mean over seeds with a 95% bootstrap interval, beside every
+                                published row of that algorithm and task (one row per pair);
+  figure3_aggregate.csv/.md     normalised score per algorithm (Table 1's normalisation; best = the
+                                best algorithm per task), mean and IQM with stratified bootstrap CIs;
+  figure3_throughput.csv/.md    env steps per wall-clock second per task and algorithm, beside PPO's
+                                (--variant) and as a ratio to it, with the median over tasks.
+Every run's manifest must name its ``algorithm``; a study may hold any subset of the algorithms.
+Every interval uses --n-resamples and --seed, so the report is reproducible.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from analysis.figure3 import (  # noqa: E402
+    ALGORITHMS,
+    PAPER_STEPS,
+    UPDATE_COLUMNS,
+    aggregate_table,
+    best_per_task,
+    budget_line,
+    final_score_table,
+    plot_figure3,
+    run_algorithms,
+    throughput,
+)
+from analysis.io import RunDataError, load_random, load_study  # noqa: E402
+from analysis.references import load_references  # noqa: E402
+from analysis.report_tables import write_table  # noqa: E402
+from analysis.scores import final_scores  # noqa: E402
+from analysis.table1 import normalize_scores  # noqa: E402
+from table1_report import ReportError, _paper_protocol, check_random, difference_notes  # noqa: E402
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Command-line options; see the module docstring for an example."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--runs", required=True, type=Path, help="results/figure3/<scale>/runs")
+    p.add_argument("--manifests", nargs="+", type=Path, default=None,
+                   help="only these runs (their manifest.json files); default: every run under --runs")
+    p.add_argument("--random", required=True, nargs="+", type=Path, help="results/random/<task>.parquet files")
+    p.add_argument("--reference-dir", required=True, type=Path,
+                   help="folder with mujoco_reference_scores.csv and ppo2017_hyperparameters.csv")
+    p.add_argument("--out-dir", required=True, type=Path)
+    p.add_argument("--budget-note", action="append", default=[],
+                   help="budget or other difference from the paper (repeatable); printed on the figure")
+    p.add_argument("--variant", default="clip_0.2", help="the PPO variant throughput ratios divide by")
+    p.add_argument("--window", type=int, default=100, help="episodes in the final score (paper: 100)")
+    p.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap resamples")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--curve-points", type=int, default=100)
+    p.add_argument("--curve-smooth", type=int, default=10, help="episodes averaged per curve point")
+    return p.parse_args(argv)
+
+
+FINAL_NOTE = (
+    "Reference rows: every row of reference/mujoco_reference_scores.csv for the same task whose algo starts "
+    f"with the algorithm's name ({', '.join(a for a, p in ALGORITHMS.items() if p)}); "
+    f"{', '.join(a for a, p in ALGORITHMS.items() if not p)} have none. "
+    "ref_metric is read from each row's note alone: 'max-over-training eval' and 'single-run final-agent eval' "
+    "are not comparable with our last-100 training score, and 'metric not stated' means the note does not say. "
+    "Our interval: 95% percentile bootstrap over seeds."
+)
+FINAL_DIGITS = {
+    **{c: 1 for c in ("our_mean", "our_ci_low", "our_ci_high", "ref_mean", "ref_std")},
+    "normalized_mean": 3,
+}
+AGGREGATE_NOTE = (
+    "Normalisation as Table 1, with the figure's algorithms as the settings: per task our random policy = 0 and "
+    "the algorithm with the best mean final score = 1. mean = Table 1's statistic; IQM (25% trimmed mean of all "
+    "runs), median (of per-task means) and optimality gap (mean shortfall below 1) follow Agarwal et al. 2021; "
+    "intervals are 95% percentile bootstraps over runs, stratified by task. An algorithm that ran fewer tasks "
+    "(n_tasks) is averaged over those only."
+)
+THROUGHPUT_NOTE = (
+    "Throughput = environment steps per wall-clock second of the training job. Runs of one group share a "
+    "process and its clock, so a group's rate is the sum of its runs' steps (last global_step in "
+    "updates.parquet) over the job's wall time (manifest wall_seconds; wall_source says when the last "
+    "updates.parquet wall_time stood in); per task and algorithm, summed steps over summed wall time of its "
+    "groups. group_sizes matters: a group steps its runs together, so larger groups run more steps per second. "
+    "ratio_to_ppo divides by PPO's rate on the same task; the median row takes the median over tasks of each "
+    "column (so its ratio is not the ratio of its medians). Measured on whatever machine trained the runs."
+)
+
+
+def scale_notes(normalized: pd.DataFrame) -> str:
+    """One line naming each task's zero and one."""
+    parts = [
+        f"{r.task}: random {r.random_score:.4g}, best {r.best_variant} {r.best_score:.4g}"
+        for r in best_per_task(normalized).itertuples()
+    ]
+    return "Scale per task (0 = random, 1 = best): " + "; ".join(parts) + "."
+
+
+def run_report(args: argparse.Namespace) -> dict[str, Path]:
+    """Compute every table and the figure and write them; returns the written paths."""
+    run_dirs = None if args.manifests is None else [m.parent for m in args.manifests]
+    episodes, updates, manifests = load_study(args.runs, run_dirs, update_columns=UPDATE_COLUMNS)
+    run_algorithms(manifests)  # every run names a known algorithm, before any work
+    random_scores = load_random(args.random)
+    check_random(manifests["task"].unique(), random_scores, args.random)
+    scores = final_scores(episodes, window=args.window)
+    if scores.empty:
+        raise ReportError(f"no run under {args.runs} has a finished episode")
+    references = load_references(args.reference_dir / "mujoco_reference_scores.csv")
+    paper = _paper_protocol(args.reference_dir)
+    paper_steps = float(paper["total_timesteps"]) if paper.get("total_timesteps") else PAPER_STEPS
+    budget = budget_line(manifests, args.budget_note, paper_steps, paper.get("seeds_per_env", "?"))
+    notes = difference_notes(manifests, scores, args.random, args.reference_dir, args.window, args.budget_note)
+    if budget not in notes:
+        notes = [budget, *notes]
+    notes.append("Settings here are the algorithms of the paper's Figure 3; the paper shows them only as curves.")
+
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written: dict[str, Path] = {}
+    written["figure3_curves.png"] = plot_figure3(
+        episodes, manifests, out / "figure3_curves.png", budget, args.curve_points, args.curve_smooth, seed=args.seed
+    )
+
+    normalized = normalize_scores(scores, random_scores)
+    final = final_score_table(scores, manifests, references, normalized, args.n_resamples, args.seed)
+    write_table(
+        final, out / "figure3_final_scores.csv", out / "figure3_final_scores.md", [*notes, FINAL_NOTE],
+        "Figure 3: final score per task and algorithm beside published numbers", FINAL_DIGITS,
+    )
+    written["figure3_final_scores"] = out / "figure3_final_scores.csv"
+
+    aggregate = aggregate_table(normalized, manifests, args.n_resamples, args.seed)
+    write_table(
+        aggregate, out / "figure3_aggregate.csv", out / "figure3_aggregate.md",
+        [*notes, AGGREGATE_NOTE, scale_notes(normalized)],
+        "Figure 3: normalised score per algorithm across tasks (95% stratified bootstrap CIs)",
+    )
+    written["figure3_aggregate"] = out / "figure3_aggregate.csv"
+
+    rates = throughput(manifests, updates, args.variant)
+    rate_notes = [*notes, THROUGHPUT_NOTE]
+    if args.variant not in set(manifests["variant"]):
+        rate_notes.append(f"PPO variant {args.variant!r} has no runs here: ratio_to_ppo is empty.")
+    write_table(
+        rates, out / "figure3_throughput.csv", out / "figure3_throughput.md", rate_notes,
+        f"Figure 3: environment steps per second, ratio to {args.variant}", {"ratio_to_ppo": 3},
+    )
+    written["figure3_throughput"] = out / "figure3_throughput.csv"
+    return written
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point: clear one-line errors for bad inputs, exit code 1."""
+    args = parse_args(argv)
+    try:
+        run_report(args)
+    except (ReportError, RunDataError) as exc:
+        print(f"figure3_report: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
