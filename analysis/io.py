@@ -81,6 +81,9 @@ def read_parquet(path: str | Path, required: Iterable[str] = ()) -> pa.Table:
     return table
 
 
+_read_parquet = read_parquet  # its name before it was made public
+
+
 def _flatten_manifest(manifest: dict, run_dir: Path) -> dict:
     """Keep scalar manifest fields, split ``paper_row`` into two columns and keep ``group`` (the
     run ids trained in the same process) as a tuple."""

@@ -52,16 +52,19 @@ class Objective:
 
 @dataclass(frozen=True)
 class A2CSettings:
-    """Synchronous advantage actor-critic (Mnih et al. 2016), optionally with ACER's trust region."""
+    """Synchronous advantage actor-critic (Mnih et al. 2016), optionally with ACER's trust region
+    (Wang et al. 2016, Sec. 3.3). One optimizer step per collected batch (ppo/algorithms/a2c.py)."""
 
     learning_rate: float = 7e-4
     lr_schedule: str = "linear"  # "constant" | "linear"
-    optimizer: str = "rmsprop"  # "rmsprop" | "adam"
+    lr_decay_steps: int | None = None  # env steps over which "linear" reaches 0 (None: total_steps)
+    optimizer: str = "rmsprop"  # "rmsprop" (torch.optim.RMSprop) | "adam"
     rmsprop_alpha: float = 0.99  # RMSprop's decay of the squared-gradient average
     optimizer_eps: float = 1e-5
     vf_coef: float = 0.5
-    ent_coef: float = 0.0
-    max_grad_norm: float | None = 0.5
+    ent_coef: float = 0.01
+    max_grad_norm: float | None = 0.5  # per-run global gradient-norm clip; None = off
+    return_norm: bool = False  # value targets divided by a running std of the λ-returns (Tianshou)
     trust_region: bool = False  # ACER's efficient trust-region step (Wang et al. 2016, Sec. 3.3)
     trust_region_delta: float = 1.0  # δ: bound on the linearised KL to the average policy
     average_policy_decay: float = 0.99  # α: θ_avg ← α θ_avg + (1 − α) θ
@@ -70,6 +73,13 @@ class A2CSettings:
         _check_positive(self, "learning_rate", "optimizer_eps", "vf_coef", "trust_region_delta")
         _check_choice(self, lr_schedule=("constant", "linear"), optimizer=("rmsprop", "adam"))
         _check_fraction(self, "rmsprop_alpha", "average_policy_decay")
+        if self.ent_coef < 0:
+            raise ValueError(f"ent_coef must be >= 0, got {self.ent_coef}")
+        if self.max_grad_norm is not None and not self.max_grad_norm > 0:
+            raise ValueError(f"max_grad_norm must be > 0 or null, got {self.max_grad_norm}")
+        steps = self.lr_decay_steps
+        if steps is not None and (not isinstance(steps, int) or isinstance(steps, bool) or steps <= 0):
+            raise ValueError(f"lr_decay_steps must be a positive integer or null, got {steps!r}")
 
 
 @dataclass(frozen=True)
@@ -79,16 +89,21 @@ class TRPOSettings:
     max_kl: float = 0.01  # δ of the KL constraint
     cg_iters: int = 10
     cg_damping: float = 0.1  # Fisher-vector products use F + damping·I
+    cg_residual_tol: float = 1e-10  # a run's conjugate gradient stops once its |r|² falls below this
+    fvp_subsample: int = 5  # Fisher-vector products on every k-th sample of the batch (1 = all)
     line_search_steps: int = 10  # backtracking halvings of the natural step
-    line_search_accept: float = 0.1  # required fraction of the linearly expected improvement
+    line_search_kl_factor: float = 1.5  # accept a step only if its mean KL <= factor · max_kl
+    line_search_accept: float = 0.0  # required fraction of the linearly expected improvement (0: any >= 0)
     vf_learning_rate: float = 1e-3
     vf_epochs: int = 5
     vf_minibatch_size: int = 64
+    vf_adam_eps: float = 1e-8
     ent_coef: float = 0.0
 
     def __post_init__(self) -> None:
-        _check_positive(self, "max_kl", "cg_iters", "line_search_steps", "vf_learning_rate", "vf_epochs",
-                        "vf_minibatch_size")
+        _check_positive(self, "max_kl", "cg_iters", "cg_residual_tol", "fvp_subsample", "line_search_steps",
+                        "line_search_kl_factor", "vf_learning_rate", "vf_epochs", "vf_minibatch_size",
+                        "vf_adam_eps")
         _check_fraction(self, "line_search_accept")
         if self.cg_damping < 0:
             raise ValueError(f"cg_damping must be >= 0, got {self.cg_damping}")
@@ -98,42 +113,56 @@ class TRPOSettings:
 class VPGSettings:
     """Vanilla policy gradient; Adam step size adapted from the KL of each update (PPO paper Fig. 3)."""
 
-    learning_rate: float = 3e-4  # initial Adam step size of the policy
-    kl_target: float | None = 0.01  # adapt the step size towards this KL; None = fixed step size
+    learning_rate: float = 1e-3  # initial Adam step size of the policy
+    kl_target: float | None = 2e-3  # adapt the step size towards this KL; None = fixed step size
+    kl_band: float = 2.0  # KL > target·band: step size / lr_factor; KL < target/band: step size · lr_factor
     lr_factor: float = 1.5  # multiply/divide the step size by this
     lr_bounds: tuple[float, ...] = (1e-6, 1e-1)  # keep the step size in [min, max]
+    adam_eps: float = 1e-8  # the policy's Adam
     vf_learning_rate: float = 1e-3
-    vf_epochs: int = 5
+    vf_epochs: int = 10
     vf_minibatch_size: int = 64
+    vf_adam_eps: float = 1e-8
     ent_coef: float = 0.0
 
     def __post_init__(self) -> None:
-        _check_positive(self, "learning_rate", "vf_learning_rate", "vf_epochs", "vf_minibatch_size")
+        _check_positive(self, "learning_rate", "adam_eps", "vf_learning_rate", "vf_epochs", "vf_minibatch_size",
+                        "vf_adam_eps")
         if self.kl_target is not None and not self.kl_target > 0:
             raise ValueError(f"kl_target must be > 0 or null, got {self.kl_target}")
+        if not self.kl_band > 1:
+            raise ValueError(f"kl_band must be > 1, got {self.kl_band}")
         if not self.lr_factor > 1:
             raise ValueError(f"lr_factor must be > 1, got {self.lr_factor}")
         if len(self.lr_bounds) != 2 or not 0 < self.lr_bounds[0] < self.lr_bounds[1]:
             raise ValueError(f"lr_bounds must be [min, max] with 0 < min < max, got {list(self.lr_bounds)}")
+        if not self.lr_bounds[0] <= self.learning_rate <= self.lr_bounds[1]:
+            raise ValueError(f"learning_rate {self.learning_rate} must lie within lr_bounds {list(self.lr_bounds)}")
 
 
 @dataclass(frozen=True)
 class CEMSettings:
-    """Noisy cross-entropy method over the policy's parameters (Szita & Lőrincz 2006)."""
+    """Noisy cross-entropy method over the policy's parameters (Szita & Lőrincz 2006).
 
-    population: int = 20  # parameter vectors evaluated per generation
-    elite_fraction: float = 0.2
-    init_std: float = 1.0  # initial standard deviation of every parameter
-    extra_noise: float = 0.0  # Z_0: noise variance added when refitting, decaying to 0
+    The population is the run's ``num_envs``: each generation every actor evaluates one candidate
+    parameter vector (ppo/algorithms/cem.py), so there is no separate population field to disagree with
+    it. The elite count is round(elite_fraction · num_envs), checked when the algorithm is built.
+    """
+
+    elite_fraction: float = 0.2  # share of the population whose parameters refit the Gaussian
+    init_std: float = 1.0  # initial standard deviation of every parameter (the mean is the network's init)
+    extra_noise: float = 0.0  # Z_0: variance added to every parameter's refitted variance
     extra_noise_decay_generations: int = 100  # Z_t = Z_0 · max(0, 1 − t / this)
-    episodes_per_candidate: int = 1
+    episodes_per_candidate: int = 1  # fitness = mean undiscounted return over this many episodes
 
     def __post_init__(self) -> None:
-        _check_positive(self, "population", "init_std", "extra_noise_decay_generations", "episodes_per_candidate")
-        if not 0 < self.elite_fraction <= 1 or self.population * self.elite_fraction < 1:
-            raise ValueError(f"elite_fraction must be in (0, 1] and keep at least one elite, got {self.elite_fraction}")
-        if self.extra_noise < 0:
-            raise ValueError(f"extra_noise must be >= 0, got {self.extra_noise}")
+        _check_positive(self, "init_std", "extra_noise_decay_generations", "episodes_per_candidate")
+        if not 0 < self.elite_fraction <= 1:
+            raise ValueError(f"elite_fraction must be in (0, 1], got {self.elite_fraction}")
+        if not (self.extra_noise >= 0 and math.isfinite(self.extra_noise)):
+            raise ValueError(f"extra_noise must be a finite number >= 0, got {self.extra_noise}")
+        if not math.isfinite(self.init_std):
+            raise ValueError(f"init_std must be finite, got {self.init_std}")
 
 
 def _check_positive(obj, *names: str) -> None:
@@ -209,8 +238,16 @@ class PPOConfig:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         if not self.learning_rate > 0:
             raise ValueError(f"learning_rate must be > 0, got {self.learning_rate}")
-        if not 0 <= self.gamma <= 1 or not 0 <= self.gae_lambda <= 1:
-            raise ValueError("gamma and gae_lambda must lie in [0, 1]")
+        for name in ("gamma", "gae_lambda"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"{name} must lie in [0, 1], got {getattr(self, name)}")
+        if not math.isfinite(self.learning_rate):
+            raise ValueError(f"learning_rate must be finite, got {self.learning_rate}")
+        for name in ("adam_eps", "obs_clip"):
+            if not (getattr(self, name) > 0):
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        if self.max_grad_norm is not None and not self.max_grad_norm > 0:
+            raise ValueError(f"max_grad_norm must be > 0 or null, got {self.max_grad_norm}")
         choices = {
             "lr_schedule": ("constant", "linear"),
             "init": ("normc", "orthogonal"),
@@ -349,13 +386,33 @@ def deep_merge(base: dict, overrides: dict) -> dict:
     return out
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """yaml.safe_load, except that a key given twice in one mapping is an error (not: the last one wins)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"field {key!r} is given more than once (duplicate key)", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
 def _read_yaml(path: Path) -> dict:
     if not path.is_file():
         raise ConfigError(f"{path}: file not found")
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: not valid YAML: {err}") from None
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        context, start = getattr(err, "context", None), getattr(err, "context_mark", None)
+        if context and start:  # where the unfinished construct began, often the line to fix
+            problem += f" ({context} started at line {start.line + 1})"
+        raise ConfigError(f"{path}: not valid YAML{where}: {problem}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping at top level")
     return data
@@ -383,6 +440,8 @@ def load_preset(name: str, experiments_dir: Path = EXPERIMENTS_DIR) -> Preset:
     data = _read_yaml(path)
     _check_keys(data, {"description", "config", "choices"}, {"config", "choices"}, path)
     build_config(data["config"], str(path))  # validate now, so the error names the preset file
+    if not isinstance(data["choices"], dict):
+        raise ConfigError(f"{path}: field choices must be a mapping of setting -> {{paper_states, source}}")
     for key, choice in data["choices"].items():
         if not isinstance(choice, dict) or not {"paper_states", "source"} <= set(choice):
             raise ConfigError(f"{path}: choices.{key} needs 'paper_states' and 'source'")
@@ -405,6 +464,10 @@ def load_variant(name: str, experiments_dir: Path = EXPERIMENTS_DIR, **extra: An
     path = experiments_dir / "variants" / f"{name}.yaml"
     data = _read_yaml(path)
     _check_keys(data, {"label", "preset", "overrides", "paper_row"}, {"label", "preset"}, path)
+    available = sorted(p.stem for p in (experiments_dir / "presets").glob("*.yaml"))
+    if data["preset"] not in available:
+        raise ConfigError(f"{path}: field preset: no preset {data['preset']!r} "
+                          f"({experiments_dir / 'presets' / str(data['preset'])}.yaml does not exist); available: {available}")
     preset = load_preset(data["preset"], experiments_dir)
     overrides = data.get("overrides") or {}
     if not isinstance(overrides, dict):
@@ -412,6 +475,8 @@ def load_variant(name: str, experiments_dir: Path = EXPERIMENTS_DIR, **extra: An
     merged = deep_merge(deep_merge(preset.config, overrides), extra)
     config = build_config(merged, str(path))
     paper_row = data.get("paper_row")
+    if paper_row is not None and not isinstance(paper_row, dict):
+        raise ConfigError(f"{path}: field paper_row must be a mapping {{setting, param}}, got {paper_row!r}")
     if paper_row is not None:
         _check_keys(paper_row, {"setting", "param"}, {"setting", "param"}, path)
     return Variant(name, data["label"], preset, overrides, config, paper_row, path)

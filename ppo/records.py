@@ -7,6 +7,7 @@ import platform
 import socket
 import subprocess
 import sys
+import tempfile
 from importlib import metadata
 from pathlib import Path
 
@@ -28,6 +29,31 @@ def atomic_write(path: Path, write) -> None:
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+def unwritable(dirs) -> str | None:
+    """One line naming the first of ``dirs`` that files cannot be written into, or None if all can.
+
+    A folder that does not exist yet is judged by its nearest existing parent, where it would be created.
+    The test creates and removes a temporary file: permission bits alone do not tell (root, read-only
+    mounts, ACLs). Run before a job starts, so a read-only results folder costs no training time."""
+    tried = set()
+    for folder in map(Path, dirs):
+        existing = folder
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+        if not existing.is_dir():
+            return f"{folder}: cannot create it, {existing} is a file, not a folder"
+        if existing in tried:
+            continue
+        tried.add(existing)
+        try:
+            fd, probe = tempfile.mkstemp(prefix=".write-test-", dir=existing)
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as err:
+            return f"{folder}: cannot write in {existing} ({err.strerror or type(err).__name__})"
+    return None
 
 
 def write_parquet(df: pd.DataFrame, path: Path) -> None:

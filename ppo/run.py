@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 from .config import ConfigError
+from .records import unwritable
 from .study import Run, Study, load_study
 from .train import RunSpec, train_group
 
@@ -54,7 +55,12 @@ def main(argv=None) -> int:
         study = load_study(args.study, args.scale)
         runs = [resolve_run(study, d) for d in run_dirs]
     except ConfigError as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {' '.join(str(err).split())}", file=sys.stderr)  # one line, whatever the message
+        return 2
+    checkpoint = checkpoint_path(run_dirs)
+    problem = unwritable([*run_dirs, checkpoint.parent])
+    if problem:  # refuse now rather than after training: nothing was trained, nothing was changed
+        print(f"error: {problem}; nothing was trained or changed", file=sys.stderr)
         return 2
     specs = [
         RunSpec(run.run_id, run.task, run.variant.config, run.seed, run_dir, meta={
@@ -66,7 +72,7 @@ def main(argv=None) -> int:
         for run, run_dir in zip(runs, run_dirs)
     ]
     print(f"group of {len(specs)} runs of {specs[0].task}, {study.total_steps:,} steps each", flush=True)
-    train_group(specs, log=lambda msg: print(msg, flush=True), checkpoint=checkpoint_path(run_dirs),
+    train_group(specs, log=lambda msg: print(msg, flush=True), checkpoint=checkpoint,
                 checkpoint_every=args.checkpoint_every)
     return 0
 

@@ -14,7 +14,8 @@ from pathlib import Path
 from .config import EXPERIMENTS_DIR, ConfigError, Variant, _check_keys, _read_yaml, load_variant
 from .envs import check_task, task_name
 
-STUDY_KEYS = {"description", "tasks", "variants", "anchor", "reference_table", "scales"}
+STUDY_KEYS = {"description", "tasks", "variants", "anchor", "reference_table", "report", "scales"}
+REPORTS = ("table1", "figure3")  # the analysis a study's results get (workflow/rules/analysis.smk)
 SCALE_KEYS = {"label", "total_steps", "seeds", "tasks", "reduced"}
 
 
@@ -56,6 +57,7 @@ class Study:
     total_steps: int
     anchor: str
     path: Path
+    report: str = "table1"
 
     def runs(self) -> list[Run]:
         return [Run(t, v, s) for t in self.tasks for v in self.variants for s in range(self.seeds)]
@@ -79,7 +81,7 @@ class Study:
         return groups
 
 
-def _positive_int(value, field: str, path: Path) -> int:
+def _positive_int(value, field: str, path: Path | str) -> int:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
@@ -87,34 +89,77 @@ def _positive_int(value, field: str, path: Path) -> int:
     return value
 
 
+def _names(value, field: str, path: Path) -> tuple[str, ...]:
+    """A non-empty list of distinct non-empty strings (task ids, variant patterns)."""
+    if not isinstance(value, list) or not value:
+        raise ConfigError(f"{path}: field {field} must be a non-empty list, got {value!r}")
+    bad = [v for v in value if not isinstance(v, str) or not v]
+    if bad:
+        raise ConfigError(f"{path}: field {field} must list names (strings), got {bad[0]!r}")
+    duplicated = sorted({v for v in value if value.count(v) > 1})
+    if duplicated:
+        raise ConfigError(f"{path}: field {field} lists {duplicated} more than once")
+    return tuple(value)
+
+
+def _mapping(value, field: str, path: Path) -> dict:
+    if not isinstance(value, dict) or not value:
+        raise ConfigError(f"{path}: field {field} must be a non-empty mapping, got {value!r}")
+    return value
+
+
 def load_study(name: str, scale: str, seeds: int | None = None, experiments_dir: Path = EXPERIMENTS_DIR) -> Study:
-    """Resolve ``experiments/studies/<name>.yaml`` at ``scale``; every error names the file and field."""
+    """Resolve ``experiments/studies/<name>.yaml`` at ``scale``; every error is one line naming the file
+    and field. ``seeds`` (the pipeline config's ``seeds``) overrides the scale's number of seeds."""
     path = experiments_dir / "studies" / f"{name}.yaml"
     data = _read_yaml(path)
     _check_keys(data, STUDY_KEYS, {"tasks", "variants", "scales", "anchor"}, path)
-    scales = data["scales"]
+    scales = _mapping(data["scales"], "scales", path)
     if scale not in scales:
-        raise ConfigError(f"{path}: scale {scale!r} is not defined; defined scales: {sorted(scales)}")
-    sc = scales[scale]
+        raise ConfigError(f"{path}: scale {scale!r} (config scale) is not defined; "
+                          f"defined scales: {sorted(map(str, scales))}")
+    sc = _mapping(scales[scale], f"scales.{scale}", path)
     _check_keys(sc, SCALE_KEYS, {"total_steps", "seeds", "label"}, Path(f"{path} (scales.{scale})"))
+    if not isinstance(sc["label"], str):
+        raise ConfigError(f"{path}: field scales.{scale}.label must be a string, got {sc['label']!r}")
+    if not isinstance(sc.get("reduced", True), bool):
+        raise ConfigError(f"{path}: field scales.{scale}.reduced must be true or false, got {sc['reduced']!r}")
     total_steps = _positive_int(sc["total_steps"], f"scales.{scale}.total_steps", path)
-    n_seeds = _positive_int(seeds if seeds is not None else sc["seeds"],
-                            "seeds" if seeds is not None else f"scales.{scale}.seeds", path)
-    tasks = tuple(sc.get("tasks") or data["tasks"])
-    duplicated = sorted({t for t in tasks if tasks.count(t) > 1})
-    if duplicated:
-        raise ConfigError(f"{path}: tasks lists {duplicated} more than once")
+    if seeds is None:
+        n_seeds = _positive_int(sc["seeds"], f"scales.{scale}.seeds", path)
+    else:
+        n_seeds = _positive_int(seeds, "seeds", f"pipeline config (overriding {path} scales.{scale}.seeds)")
+    tasks = _names(data["tasks"], "tasks", path)
+    task_field = f"scales.{scale}.tasks" if "tasks" in sc else "tasks"  # a scale's own list replaces it
+    if "tasks" in sc:
+        tasks = _names(sc["tasks"], task_field, path)
     for task in tasks:
-        check_task(task, f"{path}: tasks")
+        check_task(task, f"{path}: field {task_field}")
+    patterns = _names(data["variants"], "variants", path)
+    anchor = data["anchor"]
+    if not isinstance(anchor, str):
+        raise ConfigError(f"{path}: field anchor must be a variant name, got {anchor!r}")
     available = sorted(p.stem for p in (experiments_dir / "variants").glob("*.yaml"))
     names: list[str] = []
-    for pattern in data["variants"]:
+    for pattern in patterns:
         matched = fnmatch.filter(available, pattern)
         if not matched:
-            raise ConfigError(f"{path}: variants entry {pattern!r} matches no file in {experiments_dir / 'variants'}")
-        names += [m for m in matched if m not in names]
+            raise ConfigError(f"{path}: field variants: entry {pattern!r} matches no file in "
+                              f"{experiments_dir / 'variants'}")
+        names += [m for m in matched if m not in names]  # overlapping patterns are fine
+    if anchor not in names:
+        raise ConfigError(f"{path}: field anchor {anchor!r} is not one of the study's variants {names}")
     variants = tuple(load_variant(n, experiments_dir, total_steps=total_steps) for n in names)
-    if data["anchor"] not in names:
-        raise ConfigError(f"{path}: anchor {data['anchor']!r} is not one of the study's variants")
-    return Study(name, scale, sc["label"], bool(sc.get("reduced", True)), tasks, variants, n_seeds,
-                 total_steps, data["anchor"], path)
+    labels: dict[str, Variant] = {}
+    for variant in variants:  # a label names a row of every table and a line of every figure
+        if not isinstance(variant.label, str) or not variant.label:
+            raise ConfigError(f"{variant.path}: field label must be a non-empty string, got {variant.label!r}")
+        if variant.label in labels:
+            raise ConfigError(f"{variant.path}: field label {variant.label!r} is already the label of "
+                              f"{labels[variant.label].path.name}; each variant of study {name} needs its own")
+        labels[variant.label] = variant
+    report = data.get("report", "table1")
+    if report not in REPORTS:
+        raise ConfigError(f"{path}: field report must be one of {list(REPORTS)}, got {report!r}")
+    return Study(name, scale, sc["label"], sc.get("reduced", True), tasks, variants, n_seeds,
+                 total_steps, anchor, path, report)

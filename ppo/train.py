@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -170,8 +171,15 @@ def load_checkpoint(path: Path, log) -> dict | None:
         return torch.load(path, weights_only=True)  # tensors and plain containers only: no code runs
     except Exception as err:  # noqa: BLE001 - any unreadable file means the same thing here
         aside = path.with_name(path.name + ".corrupt")
+        n = 0
+        while aside.exists():  # never overwrite an earlier unreadable checkpoint
+            n += 1
+            aside = path.with_name(f"{path.name}.corrupt.{n}")
         path.replace(aside)
-        log(f"checkpoint {path} is unreadable ({type(err).__name__}: {err}); moved to {aside.name}, starting from scratch")
+        text = re.sub(r"\x1b\[[0-9;]*m", "", str(err))  # torch colours some of its messages
+        first_line = next((line for line in text.splitlines() if line.strip()), "")[:200]
+        log(f"checkpoint {path} is unreadable ({type(err).__name__}: {first_line}); moved to {aside.name}, "
+            "starting from scratch")
         return None
 
 

@@ -10,6 +10,7 @@ sys.path.insert(0, str(PROJECT))
 os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
 
 from ppo.config import ConfigError
+from ppo.records import unwritable
 from ppo.study import load_study
 
 # Every experiment file is read and validated here, before any job starts: a bad file stops the plan
@@ -17,7 +18,7 @@ from ppo.study import load_study
 try:
     STUDY = load_study(config["study"], config["scale"], config.get("seeds"))
 except ConfigError as err:
-    raise WorkflowError(f"invalid experiment configuration: {err}")
+    raise WorkflowError(f"invalid experiment configuration: {' '.join(str(err).split())}") from None
 
 RESULTS = f"results/{STUDY.name}/{STUDY.scale}"
 RUNS_DIR = f"{RESULTS}/runs"
@@ -47,6 +48,16 @@ def is_current(run):
 # a new variant or more seeds train just the new runs, and changing group_size re-trains nothing.
 PENDING = [r for r in STUDY.runs() if not is_current(r)]
 GROUPS = STUDY.groups(config["group_size"], PENDING)
+
+
+onstart:
+    # Not in a dry run, and only when there is work to do: a read-only results folder stops the run here,
+    # before any job starts, instead of failing every job.
+    problem = unwritable([run_dir(r) for r in PENDING]
+                         + [f"{RESULTS}/{d}" for d in ("checkpoints", "benchmarks", "report")]
+                         + ["results/random", "logs"])
+    if problem:
+        raise WorkflowError(f"cannot write results: {problem}; no job was started, nothing was changed")
 
 
 def random_score(task):

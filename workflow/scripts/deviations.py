@@ -14,6 +14,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from analysis.report_tables import write_table  # noqa: E402
+from ppo.config import ConfigError  # noqa: E402
 from ppo.study import load_study  # noqa: E402
 
 
@@ -39,7 +40,11 @@ def main(argv=None) -> int:
     p.add_argument("--seeds", type=int, default=None)
     p.add_argument("--out", required=True, type=Path)
     args = p.parse_args(argv)
-    study = load_study(args.study, args.scale, args.seeds)
+    try:
+        study = load_study(args.study, args.scale, args.seeds)
+    except ConfigError as err:  # one line naming the file and field, never a traceback
+        print(f"deviations: error: {' '.join(str(err).split())}", file=sys.stderr)
+        return 1
     write_table(deviations(study), args.out, args.out.with_suffix(".md"),
                 notes=["Rows with paper_states_it = False are choices the paper leaves open; each names its source."],
                 title="Deviations from the paper and unstated details")

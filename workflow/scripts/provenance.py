@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import sys
 from collections import Counter
 from pathlib import Path
@@ -21,6 +20,8 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from analysis.io import RunDataError, read_manifest  # noqa: E402
+from ppo.config import ConfigError  # noqa: E402
 from ppo.records import git_state, host_info, package_versions  # noqa: E402
 from ppo.study import load_study  # noqa: E402
 
@@ -81,12 +82,17 @@ def main(argv=None):
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--manifests", nargs="*", default=[], type=Path)
     args = parser.parse_args(argv)
-    study = load_study(args.study, args.scale, args.seeds)
-    manifests = [json.loads(p.read_text()) for p in args.manifests]
+    try:
+        study = load_study(args.study, args.scale, args.seeds)
+        manifests = [read_manifest(p) for p in args.manifests]
+    except (ConfigError, RunDataError) as err:  # one line naming the file, never a traceback
+        print(f"provenance: error: {' '.join(str(err).split())}", file=sys.stderr)
+        return 1
     table = pd.DataFrame(provenance(study, manifests), columns=["key", "value"])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.out, index=False)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -5,8 +5,24 @@ from pathlib import Path
 
 import pandas as pd
 
-rows = []
-for path in map(Path, sys.argv[2:]):
-    returns = pd.read_parquet(path)["episode_return"]
-    rows.append({"task": path.stem, "random_mean_return": returns.mean(), "std": returns.std(), "episodes": len(returns)})
-pd.DataFrame(rows).to_csv(sys.argv[1], index=False)
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from analysis.io import RunDataError, read_parquet  # noqa: E402
+
+
+def main(argv: list[str]) -> int:
+    rows = []
+    try:
+        for path in map(Path, argv[1:]):
+            returns = read_parquet(path, ["episode_return"]).column("episode_return").to_pandas()
+            rows.append({"task": path.stem, "random_mean_return": returns.mean(), "std": returns.std(),
+                         "episodes": len(returns)})
+    except RunDataError as err:  # one line naming the file, never a pyarrow traceback
+        print(f"random_scores: error: {err}", file=sys.stderr)
+        return 1
+    pd.DataFrame(rows).to_csv(argv[0], index=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -260,7 +260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         run_report(args)
     except (ReportError, RunDataError) as exc:
-        print(f"table1_report: error: {exc}", file=sys.stderr)
+        print(f"table1_report: error: {' '.join(str(exc).split())}", file=sys.stderr)  # one line
         return 1
     return 0
 
