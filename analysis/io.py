@@ -17,7 +17,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ppo.records import EPISODE_COLUMNS  # the schema the training side writes
+from ppo.records import EPISODE_COLUMNS, TIMING_COLUMNS  # the schemas the training side writes
 
 UPDATE_COLUMNS = ("update", "global_step")
 MANIFEST_KEYS = ("run_id", "task", "variant", "variant_label", "seed", "status")
@@ -153,9 +153,12 @@ def load_study(runs_dir: str | Path, run_dirs: Iterable[str | Path] | None = Non
     rows, episodes, updates = [], [], []
     for run_dir in run_dirs:
         rows.append(_flatten_manifest(read_manifest(run_dir / "manifest.json"), run_dir))
-        episodes.append(read_parquet(run_dir / "episodes.parquet", EPISODE_COLUMNS))
+        run_episodes = read_parquet(run_dir / "episodes.parquet", EPISODE_COLUMNS)
         table = read_parquet(run_dir / "updates.parquet", keep or UPDATE_COLUMNS)
-        updates.append(table if keep is None else table.select(keep))
+        table = table if keep is None else table.select(keep)
+        run_episodes, table = _attach_timing(run_dir, run_episodes, table)
+        episodes.append(run_episodes)
+        updates.append(table)
     manifests = pd.DataFrame(rows)
     duplicated = manifests["run_id"][manifests["run_id"].duplicated()]
     if not duplicated.empty:
@@ -168,6 +171,28 @@ def load_study(runs_dir: str | Path, run_dirs: Iterable[str | Path] | None = Non
         _concat_with_runs(updates, manifests, [d / "updates.parquet" for d in run_dirs]),
         manifests,
     )
+
+
+def _attach_timing(run_dir: Path, episodes: pa.Table, updates: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """Add the wall-clock columns of ``timing.parquet`` (kept apart so the other records are
+    byte-identical across reruns): to updates row by row (same iterations), to episodes as the wall
+    time interpolated at each episode's global_step between iteration ends. Records written before
+    timing.parquet existed carry ``wall_time`` themselves and are returned as they are."""
+    path = run_dir / "timing.parquet"
+    if not path.exists():
+        return episodes, updates
+    timing = read_parquet(path, TIMING_COLUMNS).to_pandas()
+    if len(timing) != updates.num_rows or not np.array_equal(
+            timing["update"].to_numpy(), updates.column("update").to_numpy()):
+        raise RunDataError(f"{path} does not match {run_dir / 'updates.parquet'} (other iterations)")
+    for name in TIMING_COLUMNS[2:]:
+        if name not in updates.column_names:
+            updates = updates.append_column(name, pa.array(timing[name].to_numpy(dtype=float)))
+    if "wall_time" not in episodes.column_names:
+        steps = episodes.column("global_step").to_numpy().astype(float)
+        wall = np.interp(steps, np.r_[0.0, timing["global_step"].to_numpy(float)], np.r_[0.0, timing["wall_time"].to_numpy(float)])
+        episodes = episodes.append_column("wall_time", pa.array(wall))
+    return episodes, updates
 
 
 def load_random(paths: Iterable[str | Path]) -> pd.Series:

@@ -15,7 +15,10 @@ import pandas as pd
 
 from .config import PROJECT_ROOT
 
-EPISODE_COLUMNS = ["global_step", "episode_return", "episode_length", "wall_time"]
+# episodes.parquet and updates.parquet hold only what the config and seed determine, so a rerun writes
+# byte-identical files (tests/test_group_training.py); every wall-clock measure goes to timing.parquet.
+EPISODE_COLUMNS = ["global_step", "episode_return", "episode_length"]
+TIMING_COLUMNS = ["update", "global_step", "sps", "rollout_seconds", "optimize_seconds", "wall_time"]
 PACKAGES = ["torch", "numpy", "gymnasium", "mujoco", "ale-py", "pandas", "pyarrow", "scipy", "snakemake"]
 
 

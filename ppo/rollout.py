@@ -36,7 +36,7 @@ def derive_seeds(root: int, num_envs: int) -> dict:
 
 
 class EpisodeLog:
-    """Per-run environment-step counters and finished episodes (global_step, return, length, wall time).
+    """Per-run environment-step counters and finished episodes (global_step, return, length).
 
     Runs that diverged, or already spent their budget, stop being recorded (``recording``) while the
     group goes on computing them; ``steps`` counts each run's environment steps.
@@ -58,11 +58,10 @@ class EpisodeLog:
 
     def finished(self, episodes: list[tuple[int, float, int]]) -> None:
         """Episodes (actor index, return, length) that ended at the current step."""
-        wall = time.perf_counter() - self.start
         for actor, ret, length in episodes:
             run = actor // self.envs_per_run
             if self.recording[run]:
-                self.episodes[run].append((int(self.steps[run]), ret, length, wall))
+                self.episodes[run].append((int(self.steps[run]), ret, length))
 
     def recent_return(self, last: int = 10) -> float:
         recent = [np.mean([e[1] for e in ep[-last:]]) for ep in self.episodes if ep]

@@ -76,8 +76,11 @@ class Study:
             for members in by_structure.values():
                 size = group_size or len(members)
                 chunks += [members[i:i + size] for i in range(0, len(members), size)]
-            for i, chunk in enumerate(chunks):
-                groups.append(Group(f"{task_name(task)}-{i}", task, tuple(chunk)))
+            counts: dict[str, int] = {}
+            for chunk in chunks:  # e.g. Hopper-ppo-0, Hopper-ppo-1, Hopper-trpo-0
+                algorithm = chunk[0].variant.config.algorithm_key.replace("_", "-")
+                counts[algorithm] = counts.get(algorithm, -1) + 1
+                groups.append(Group(f"{task_name(task)}-{algorithm}-{counts[algorithm]}", task, tuple(chunk)))
         return groups
 
 

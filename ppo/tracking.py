@@ -32,6 +32,9 @@ def history(run_dir: Path) -> list[dict]:
     """Episode and update rows as wandb log entries, ordered by global_step (updates after episodes)."""
     episodes = pd.read_parquet(run_dir / "episodes.parquet")
     updates = pd.read_parquet(run_dir / "updates.parquet")
+    if (run_dir / "timing.parquet").exists():  # steps/s and wall time live apart from the stats
+        timing = pd.read_parquet(run_dir / "timing.parquet")
+        updates = updates.merge(timing.drop(columns="global_step"), on="update", how="left")
     rows = [(int(r.global_step), 0, {EPISODE_METRICS[k]: getattr(r, k) for k in EPISODE_METRICS})
             for r in episodes.itertuples()]
     rows += [(int(r.global_step), 1, {UPDATE_METRICS[k]: getattr(r, k) for k in UPDATE_METRICS if hasattr(r, k)})

@@ -43,7 +43,8 @@ class RunSpec:
 class RunResult:
     spec: RunSpec
     episodes: pd.DataFrame
-    updates: pd.DataFrame
+    updates: pd.DataFrame  # per iteration: the algorithm's statistics
+    timing: pd.DataFrame  # per iteration: steps/s, seconds spent, wall time (records.TIMING_COLUMNS)
     status: str  # "completed" | "diverged"
     diverged_at_step: int | None
     diverged_reason: str | None
@@ -73,6 +74,7 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
         sample_gens=[torch.Generator().manual_seed(sd["sampling"]) for sd in seeds])
     algo = algorithm_class(cfg.algorithm)(ctx)
     update_rows = [[] for _ in range(G)]
+    timing_rows = [[] for _ in range(G)]  # wall-clock measures, kept apart from the deterministic records
     alive = np.ones(G, dtype=bool)
     diverged = [(None, None)] * G
     iteration = 0
@@ -81,7 +83,7 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
     def save_checkpoint() -> None:
         state = {"fingerprint": fingerprint, "iteration": iteration, "algorithm": algo.state_dict(),
                  "sample_rng": [g.get_state() for g in ctx.sample_gens], "envs": ctx.envs.state(),
-                 "log": ctx.log.state(), "update_rows": update_rows, "alive": alive.tolist(), "diverged": diverged}
+                 "log": ctx.log.state(), "update_rows": update_rows, "timing_rows": timing_rows, "alive": alive.tolist(), "diverged": diverged}
         records.atomic_write(checkpoint, lambda p: torch.save(state, p))
 
     state = load_checkpoint(Path(checkpoint), log) if checkpoint is not None else None
@@ -94,7 +96,7 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
                 g.set_state(rng)
             ctx.envs.load_state(state["envs"])
             ctx.log.load_state(state["log"])
-            update_rows = state["update_rows"]
+            update_rows, timing_rows = state["update_rows"], state["timing_rows"]
             alive, diverged = np.array(state["alive"]), [tuple(x) for x in state["diverged"]]
             iteration = state["iteration"]
             start = ctx.log.start
@@ -120,9 +122,12 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
         for g in np.flatnonzero(recorded):
             update_rows[g].append({
                 "update": iteration, "global_step": int(ctx.log.steps[g]), **{k: float(v[g]) for k, v in stats.items()},
+                "diverged": not bool(finite[g]),
+            })
+            timing_rows[g].append({
+                "update": iteration, "global_step": int(ctx.log.steps[g]),
                 "sps": float(ctx.log.steps[g] - steps_before[g]) / seconds, "rollout_seconds": rollout_seconds,
                 "optimize_seconds": seconds - rollout_seconds, "wall_time": time.perf_counter() - start,
-                "diverged": not bool(finite[g]),
             })
             if not finite[g]:
                 alive[g] = False
@@ -147,7 +152,8 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
         ep = pd.DataFrame(ctx.log.episodes[g], columns=records.EPISODE_COLUMNS)
         ep = ep.astype({"global_step": "int64", "episode_length": "int64"})
         status = "completed" if alive[g] else "diverged"
-        result = RunResult(spec, ep, pd.DataFrame(update_rows[g]), status, *diverged[g], seeds[g])
+        timing = pd.DataFrame(timing_rows[g], columns=records.TIMING_COLUMNS)
+        result = RunResult(spec, ep, pd.DataFrame(update_rows[g]), timing, status, *diverged[g], seeds[g])
         if spec.out_dir is not None:
             write_run(result, algo.run_model(g), group=[s.run_id for s in specs],
                       wall_seconds=time.perf_counter() - start)
@@ -188,6 +194,7 @@ def write_run(result: RunResult, model: dict, group: list[str], wall_seconds: fl
     spec, out = result.spec, Path(result.spec.out_dir)
     records.write_parquet(result.episodes, out / "episodes.parquet")
     records.write_parquet(result.updates, out / "updates.parquet")
+    records.write_parquet(result.timing, out / "timing.parquet")
     records.atomic_write(out / "model.pt", lambda p: torch.save(model, p))
     manifest = {
         "run_id": spec.run_id, "algorithm": spec.config.algorithm_key, "task": spec.task, "env_version": task_version(spec.task),

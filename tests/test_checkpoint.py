@@ -13,7 +13,6 @@ from ppo.config import Objective, PPOConfig
 from ppo.train import RunSpec, train_group
 
 CFG = PPOConfig(total_steps=1024, horizon=128, epochs=2, minibatch_size=32)
-TIMING = ["wall_time", "sps", "rollout_seconds", "optimize_seconds"]
 
 
 class Killed(Exception):
@@ -26,7 +25,7 @@ def specs():
 
 
 def comparable(results):
-    return [(r.episodes.drop(columns="wall_time"), r.updates.drop(columns=TIMING), r.status) for r in results]
+    return [(r.episodes, r.updates, r.status) for r in results]  # wall-clock measures are in r.timing
 
 
 @pytest.fixture(scope="module")
@@ -123,7 +122,6 @@ def test_sigkill_of_the_real_job_then_restart(tmp_path):
     restarted = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=300)
     assert "resumed from" in restarted.stdout
     for variant in ("clip_0.2", "kl_adaptive_0.01"):
-        for name, drop in (("episodes.parquet", ["wall_time"]), ("updates.parquet", TIMING)):
-            a = pd.read_parquet(reference / variant / "seed0" / name).drop(columns=drop)
-            b = pd.read_parquet(killed / variant / "seed0" / name).drop(columns=drop)
-            pd.testing.assert_frame_equal(a, b, check_exact=True)
+        for name in ("episodes.parquet", "updates.parquet"):  # byte for byte: no wall-clock column in them
+            a = (reference / variant / "seed0" / name).read_bytes()
+            assert a == (killed / variant / "seed0" / name).read_bytes(), f"{variant}/{name} differs after the kill"

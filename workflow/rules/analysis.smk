@@ -1,71 +1,112 @@
-# Aggregation: Table 1 beside the paper, per-task scores beside published references, learning curves.
+# Aggregation, per study: the deviations from the paper, the random-policy zero point, then the study's
+# report: Table 1 beside the paper (report: table1) or Figure 3 beside published references (figure3).
 
-REPORT_DIR = f"{RESULTS}/report"
-ANCHOR_STEM = f"per_task_{STUDY.anchor.replace('_', '')}"
-REPORT_FILES = [
-    f"{REPORT_DIR}/{name}"
-    for name in ("table1.csv", "table1.md", "table1_per_task.csv", f"{ANCHOR_STEM}.csv", f"{ANCHOR_STEM}.md",
-                 "curves_steps.png", "curves_walltime.png", "rank_agreement.json", "deviations.csv",
-                 "random_scores.csv", "aggregates.csv", "probability_of_improvement.csv",
-                 "performance_profile.png", "sample_efficiency.png")
-]
-CATEGORY = f"{STUDY.name} ({STUDY.scale})"
+REPORT_FILES = []
+
+TABLE1_FILES = ("table1.csv", "table1.md", "table1_per_task.csv", "curves_steps.png", "curves_walltime.png",
+                "rank_agreement.json", "aggregates.csv", "probability_of_improvement.csv",
+                "performance_profile.png", "sample_efficiency.png")
+FIGURE3_FILES = ("figure3_curves.png", "figure3_final_scores.csv", "figure3_final_scores.md",
+                 "figure3_aggregate.csv", "figure3_throughput.csv")
 
 
-rule deviations:
-    output:
-        report(f"{REPORT_DIR}/deviations.csv", caption="../report/deviations.rst", category=CATEGORY),
-        f"{REPORT_DIR}/deviations.md",
-    params:
-        study=STUDY.name,
-        scale=STUDY.scale,
-        seeds=STUDY.seeds,
-    log:
-        f"logs/{STUDY.name}/{STUDY.scale}/deviations.log",
-    shell:
-        "python workflow/scripts/deviations.py --study {params.study} --scale {params.scale} "
-        "--seeds {params.seeds} --out {output[0]} > {log} 2>&1"
+def anchor_stem(study):
+    return f"per_task_{study.anchor.replace('_', '')}"
 
 
-rule random_scores:
-    input:
-        [random_score(t) for t in STUDY.tasks],
-    output:
-        report(f"{REPORT_DIR}/random_scores.csv", caption="../report/random_scores.rst", category=CATEGORY),
-    shell:
-        "python workflow/scripts/random_scores.py {output} {input}"
+def report_params(study):
+    return dict(runs_dir=runs_dir(study), report_dir=report_dir(study), budget=study.label, anchor=study.anchor,
+                n_resamples=config["bootstrap"]["n_resamples"], seed=config["bootstrap"]["seed"])
 
 
-rule table1_report:
-    input:
-        runs=run_outputs(STUDY.runs()),
-        manifests=[f"{run_dir(r)}/manifest.json" for r in STUDY.runs()],
-        random=[random_score(t) for t in STUDY.tasks],
-    output:
-        table=report(f"{REPORT_DIR}/table1.csv", caption="../report/table1.rst", category=CATEGORY),
-        table_md=f"{REPORT_DIR}/table1.md",
-        per_task=report(f"{REPORT_DIR}/table1_per_task.csv", caption="../report/table1_per_task.rst", category=CATEGORY),
-        anchor=report(f"{REPORT_DIR}/{ANCHOR_STEM}.csv", caption="../report/per_task_reference.rst", category=CATEGORY),
-        anchor_md=f"{REPORT_DIR}/{ANCHOR_STEM}.md",
-        curves=report(f"{REPORT_DIR}/curves_steps.png", caption="../report/curves.rst", category=CATEGORY),
-        curves_wall=report(f"{REPORT_DIR}/curves_walltime.png", caption="../report/curves_walltime.rst", category=CATEGORY),
-        rank=f"{REPORT_DIR}/rank_agreement.json",
-        aggregates=report(f"{REPORT_DIR}/aggregates.csv", caption="../report/aggregates.rst", category=CATEGORY),
-        aggregates_md=f"{REPORT_DIR}/aggregates.md",
-        improvement=report(f"{REPORT_DIR}/probability_of_improvement.csv", caption="../report/probability_of_improvement.rst", category=CATEGORY),
-        improvement_md=f"{REPORT_DIR}/probability_of_improvement.md",
-        profile=report(f"{REPORT_DIR}/performance_profile.png", caption="../report/performance_profile.rst", category=CATEGORY),
-        efficiency=report(f"{REPORT_DIR}/sample_efficiency.png", caption="../report/sample_efficiency.rst", category=CATEGORY),
-    params:
-        runs_dir=RUNS_DIR,
-        report_dir=REPORT_DIR,
-        budget=STUDY.label,
-        anchor=STUDY.anchor,
-        n_resamples=config["bootstrap"]["n_resamples"],
-        seed=config["bootstrap"]["seed"],
-    log:
-        f"logs/{STUDY.name}/{STUDY.scale}/table1_report.log",
-    shell:
-        "python workflow/scripts/table1_report.py --runs {params.runs_dir} --manifests {input.manifests} "
-        "--random {input.random} --reference-dir reference --out-dir {params.report_dir} --budget-note {params.budget:q} "
-        "--variant {params.anchor} --n-resamples {params.n_resamples} --seed {params.seed} > {log} 2>&1"
+for _study in STUDIES:
+    _out, _cat = report_dir(_study), category(_study)
+    REPORT_FILES += [f"{_out}/deviations.csv", f"{_out}/random_scores.csv"]
+
+    rule:
+        name:
+            f"deviations_{_study.name}"
+        output:
+            report(f"{_out}/deviations.csv", caption="../report/deviations.rst", category=_cat),
+            f"{_out}/deviations.md",
+        params:
+            study=_study.name,
+            scale=_study.scale,
+            seeds=_study.seeds,
+        log:
+            f"{log_dir(_study)}/deviations.log",
+        shell:
+            "python workflow/scripts/deviations.py --study {params.study} --scale {params.scale} "
+            "--seeds {params.seeds} --out {output[0]} > {log} 2>&1"
+
+    rule:
+        name:
+            f"random_scores_{_study.name}"
+        input:
+            [random_score(t) for t in _study.tasks],
+        output:
+            report(f"{_out}/random_scores.csv", caption="../report/random_scores.rst", category=_cat),
+        shell:
+            "python workflow/scripts/random_scores.py {output} {input}"
+
+    if _study.report == "table1":
+        _anchor = anchor_stem(_study)
+        REPORT_FILES += [f"{_out}/{name}" for name in (*TABLE1_FILES, f"{_anchor}.csv", f"{_anchor}.md")]
+
+        rule:
+            name:
+                f"table1_report_{_study.name}"
+            input:
+                runs=run_outputs(_study, _study.runs()),
+                manifests=manifests(_study),
+                random=[random_score(t) for t in _study.tasks],
+            output:
+                table=report(f"{_out}/table1.csv", caption="../report/table1.rst", category=_cat),
+                table_md=f"{_out}/table1.md",
+                per_task=report(f"{_out}/table1_per_task.csv", caption="../report/table1_per_task.rst", category=_cat),
+                anchor=report(f"{_out}/{_anchor}.csv", caption="../report/per_task_reference.rst", category=_cat),
+                anchor_md=f"{_out}/{_anchor}.md",
+                curves=report(f"{_out}/curves_steps.png", caption="../report/curves.rst", category=_cat),
+                curves_wall=report(f"{_out}/curves_walltime.png", caption="../report/curves_walltime.rst", category=_cat),
+                rank=f"{_out}/rank_agreement.json",
+                aggregates=report(f"{_out}/aggregates.csv", caption="../report/aggregates.rst", category=_cat),
+                aggregates_md=f"{_out}/aggregates.md",
+                improvement=report(f"{_out}/probability_of_improvement.csv", caption="../report/probability_of_improvement.rst", category=_cat),
+                improvement_md=f"{_out}/probability_of_improvement.md",
+                profile=report(f"{_out}/performance_profile.png", caption="../report/performance_profile.rst", category=_cat),
+                efficiency=report(f"{_out}/sample_efficiency.png", caption="../report/sample_efficiency.rst", category=_cat),
+            params:
+                **report_params(_study),
+            log:
+                f"{log_dir(_study)}/table1_report.log",
+            shell:
+                "python workflow/scripts/table1_report.py --runs {params.runs_dir} --manifests {input.manifests} "
+                "--random {input.random} --reference-dir reference --out-dir {params.report_dir} --budget-note {params.budget:q} "
+                "--variant {params.anchor} --n-resamples {params.n_resamples} --seed {params.seed} > {log} 2>&1"
+
+    elif _study.report == "figure3":
+        REPORT_FILES += [f"{_out}/{name}" for name in FIGURE3_FILES]
+
+        rule:
+            name:
+                f"figure3_report_{_study.name}"
+            input:
+                runs=run_outputs(_study, _study.runs()),
+                manifests=manifests(_study),
+                random=[random_score(t) for t in _study.tasks],
+            output:
+                curves=report(f"{_out}/figure3_curves.png", caption="../report/figure3_curves.rst", category=_cat),
+                scores=report(f"{_out}/figure3_final_scores.csv", caption="../report/figure3_final_scores.rst", category=_cat),
+                scores_md=f"{_out}/figure3_final_scores.md",
+                aggregate=report(f"{_out}/figure3_aggregate.csv", caption="../report/figure3_aggregate.rst", category=_cat),
+                aggregate_md=f"{_out}/figure3_aggregate.md",
+                throughput=report(f"{_out}/figure3_throughput.csv", caption="../report/figure3_throughput.rst", category=_cat),
+                throughput_md=f"{_out}/figure3_throughput.md",
+            params:
+                **report_params(_study),
+            log:
+                f"{log_dir(_study)}/figure3_report.log",
+            shell:
+                "python workflow/scripts/figure3_report.py --runs {params.runs_dir} --manifests {input.manifests} "
+                "--random {input.random} --reference-dir reference --out-dir {params.report_dir} --budget-note {params.budget:q} "
+                "--variant {params.anchor} --n-resamples {params.n_resamples} --seed {params.seed} > {log} 2>&1"

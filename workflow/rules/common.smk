@@ -16,27 +16,49 @@ from ppo.study import load_study
 # Every experiment file is read and validated here, before any job starts: a bad file stops the plan
 # with its path and field named, and loses nothing already computed.
 try:
-    STUDY = load_study(config["study"], config["scale"], config.get("seeds"))
+    STUDIES = [load_study(name, config["scale"], config.get("seeds")) for name in config["studies"]]
 except ConfigError as err:
     raise WorkflowError(f"invalid experiment configuration: {' '.join(str(err).split())}") from None
 
-RESULTS = f"results/{STUDY.name}/{STUDY.scale}"
-RUNS_DIR = f"{RESULTS}/runs"
-RUN_FILES = ("episodes.parquet", "updates.parquet", "manifest.json")
+RUN_FILES = ("episodes.parquet", "updates.parquet", "timing.parquet", "manifest.json")
 
 
-def run_dir(run):
-    return f"{RUNS_DIR}/{run.task}/{run.variant.name}/seed{run.seed}"
+def results_dir(study):
+    return f"results/{study.name}/{study.scale}"
 
 
-def run_outputs(runs):
-    return [f"{run_dir(r)}/{name}" for r in runs for name in RUN_FILES]
+def runs_dir(study):
+    return f"{results_dir(study)}/runs"
 
 
-def is_current(run):
+def report_dir(study):
+    return f"{results_dir(study)}/report"
+
+
+def log_dir(study):
+    return f"logs/{study.name}/{study.scale}"
+
+
+def category(study):
+    return f"{study.name} ({study.scale})"
+
+
+def run_dir(study, run):
+    return f"{runs_dir(study)}/{run.task}/{run.variant.name}/seed{run.seed}"
+
+
+def run_outputs(study, runs):
+    return [f"{run_dir(study, r)}/{name}" for r in runs for name in RUN_FILES]
+
+
+def manifests(study):
+    return [f"{run_dir(study, r)}/manifest.json" for r in study.runs()]
+
+
+def is_current(study, run):
     """Finished, with every record, under the configuration the study now resolves for it."""
-    manifest = Path(run_dir(run)) / "manifest.json"
-    if not all((Path(run_dir(run)) / name).exists() for name in RUN_FILES):
+    manifest = Path(run_dir(study, run)) / "manifest.json"
+    if not all((Path(run_dir(study, run)) / name).exists() for name in RUN_FILES):
         return False
     try:
         return json.loads(manifest.read_text()).get("config_digest") == run.config_digest
@@ -46,15 +68,15 @@ def is_current(run):
 
 # Only runs that are missing or whose resolved configuration changed are packed into training jobs, so
 # a new variant or more seeds train just the new runs, and changing group_size re-trains nothing.
-PENDING = [r for r in STUDY.runs() if not is_current(r)]
-GROUPS = STUDY.groups(config["group_size"], PENDING)
+PENDING = {study.name: [r for r in study.runs() if not is_current(study, r)] for study in STUDIES}
+GROUPS = [(study, group) for study in STUDIES for group in study.groups(config["group_size"], PENDING[study.name])]
 
 
 onstart:
     # Not in a dry run, and only when there is work to do: a read-only results folder stops the run here,
     # before any job starts, instead of failing every job.
-    problem = unwritable([run_dir(r) for r in PENDING]
-                         + [f"{RESULTS}/{d}" for d in ("checkpoints", "benchmarks", "report")]
+    problem = unwritable([run_dir(s, r) for s in STUDIES for r in PENDING[s.name]]
+                         + [f"{results_dir(s)}/{d}" for s in STUDIES for d in ("checkpoints", "benchmarks", "report")]
                          + ["results/random", "logs"])
     if problem:
         raise WorkflowError(f"cannot write results: {problem}; no job was started, nothing was changed")
@@ -64,9 +86,9 @@ def random_score(task):
     return f"results/random/{task}.parquet"
 
 
-def expected_seconds(group):
+def expected_seconds(study, group):
     """Rough single-core time of a training job: env steps over the simulator's speed, times ~3 for
     learning. Only its ordering matters (longest jobs start first); unknown tasks count as the slowest."""
     speeds = config.get("sim_steps_per_second") or {}
     speed = speeds.get(group.task, min(speeds.values(), default=10_000))
-    return 3 * len(group.runs) * STUDY.total_steps / speed
+    return 3 * len(group.runs) * study.total_steps / speed

@@ -8,26 +8,30 @@
 
 from snakemake.io import get_flag_value, is_flagged
 
-TABLE_SOURCES = [f for f in REPORT_FILES if f.endswith(".csv")] + [f"{REPORT_DIR}/provenance.csv"]
+TABLE_SOURCES = [f for f in REPORT_FILES if f.endswith(".csv")] + [f"{report_dir(s)}/provenance.csv" for s in STUDIES]
 
 
-rule provenance:
-    input:
-        # Rebuilt whenever a run or any other report output changes, so the code and software versions it
-        # records are those of the latest rebuild of the tables.
-        manifests=[f"{run_dir(r)}/manifest.json" for r in STUDY.runs()],
-        outputs=list(REPORT_FILES),
-    output:
-        report(f"{REPORT_DIR}/provenance.csv", caption="../report/provenance.rst", category=CATEGORY),
-    params:  # nothing that changes per invocation: params changes make Snakemake re-run the job
-        study=STUDY.name,
-        scale=STUDY.scale,
-        seeds=STUDY.seeds,
-    log:
-        f"logs/{STUDY.name}/{STUDY.scale}/provenance.log",
-    shell:
-        "python workflow/scripts/provenance.py --study {params.study} --scale {params.scale} "
-        "--seeds {params.seeds} --out {output} --manifests {input.manifests} > {log} 2>&1"
+for _study in STUDIES:
+
+    rule:
+        name:
+            f"provenance_{_study.name}"
+        input:
+            # Rebuilt whenever a run or any other report output of the study changes, so the code and
+            # software versions it records are those of the latest rebuild of the tables.
+            manifests=manifests(_study),
+            outputs=[f for f in REPORT_FILES if f.startswith(report_dir(_study) + "/")],
+        output:
+            report(f"{report_dir(_study)}/provenance.csv", caption="../report/provenance.rst", category=category(_study)),
+        params:  # nothing that changes per invocation: params changes make Snakemake re-run the job
+            study=_study.name,
+            scale=_study.scale,
+            seeds=_study.seeds,
+        log:
+            f"{log_dir(_study)}/provenance.log",
+        shell:
+            "python workflow/scripts/provenance.py --study {params.study} --scale {params.scale} "
+            "--seeds {params.seeds} --out {output} --manifests {input.manifests} > {log} 2>&1"
 
 
 def _report_flag(path):
@@ -54,13 +58,13 @@ for _source in TABLE_SOURCES:
 
     rule:
         name:
-            "table_view_" + "".join(c if c.isalnum() else "_" for c in Path(_source).stem)
+            "table_view_" + "".join(c if c.isalnum() else "_" for c in f"{Path(_source).parts[1]}_{Path(_source).stem}")
         input:
             _source,
         output:
-            report(_view, caption=_caption(_flag), category=(_flag and _flag.category) or CATEGORY),
+            report(_view, caption=_caption(_flag), category=_flag and _flag.category),
         shell:
             "python workflow/scripts/table_html.py {input} {output}"
 
 
-REPORT_FILES += [f"{REPORT_DIR}/provenance.csv"] + TABLE_VIEWS
+REPORT_FILES += [f"{report_dir(s)}/provenance.csv" for s in STUDIES] + TABLE_VIEWS

@@ -1,22 +1,24 @@
 # Optional: replay every run's records into wandb (offline unless config wandb.mode is online). It reads
 # the finished parquet files, so enabling, disabling or switching it never re-runs a training job.
 
-if config.get("tracking", "none") == "wandb":
+for _study in STUDIES if config.get("tracking", "none") == "wandb" else []:
 
-    rule wandb_export:
+    rule:
+        name:
+            f"wandb_export_{_study.name}"
         input:
-            [f"{run_dir(r)}/{name}" for r in STUDY.runs() for name in RUN_FILES],
+            run_outputs(_study, _study.runs()),
         output:
-            f"{RESULTS}/wandb/exported.txt",
+            f"{results_dir(_study)}/wandb/exported.txt",
         params:
             mode=config["wandb"]["mode"],
             project=config["wandb"]["project"],
-            run_dirs=[run_dir(r) for r in STUDY.runs()],
-            wandb_dir=f"{RESULTS}/wandb",
+            run_dirs=[run_dir(_study, r) for r in _study.runs()],
+            wandb_dir=f"{results_dir(_study)}/wandb",
         log:
-            f"logs/{STUDY.name}/{STUDY.scale}/wandb_export.log",
+            f"{log_dir(_study)}/wandb_export.log",
         shell:
             "python -m ppo.tracking --mode {params.mode} --project {params.project} --dir {params.wandb_dir} "
             "--done {output} {params.run_dirs} > {log} 2>&1"
 
-    REPORT_FILES.append(f"{RESULTS}/wandb/exported.txt")
+    REPORT_FILES.append(f"{results_dir(_study)}/wandb/exported.txt")

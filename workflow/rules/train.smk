@@ -1,30 +1,33 @@
-# Training: one job per group of pending runs (same task; any mix of seeds and objective settings), each
-# run writing its own records, declared as the job's outputs. The shell command is the same text for
-# every group (Snakemake tracks it as code); which runs a job trains is given by its {output} paths.
+# Training: one job per group of pending runs (same study, task and algorithm; any mix of seeds and, for
+# PPO, objective settings), each run writing its own records, declared as the job's outputs. The shell
+# command is the same text for every group (Snakemake tracks it as code); which runs a job trains is given
+# by its {output} paths.
 
 
-for _group in GROUPS:
+for _study, _group in GROUPS:
 
     rule:
         name:
-            f"train_{_group.group_id}"
+            f"train_{_study.name}_{_group.group_id}"
         output:
-            run_outputs(_group.runs),
+            run_outputs(_study, _group.runs),
         params:
-            study=STUDY.name,
-            scale=STUDY.scale,
+            study=_study.name,
+            scale=_study.scale,
             # A run re-trains when its resolved configuration changes, and only then.
             configs={r.run_id: r.config_digest for r in _group.runs},
             checkpoint_every=config["checkpoint_every"],
         log:
-            f"logs/{STUDY.name}/{STUDY.scale}/train_{_group.group_id}.log",
+            f"{log_dir(_study)}/train_{_group.group_id}.log",
         benchmark:
-            f"{RESULTS}/benchmarks/train_{_group.group_id}.tsv"
+            f"{results_dir(_study)}/benchmarks/train_{_group.group_id}.tsv"
         threads: config["torch_threads"]
-        priority: int(expected_seconds(_group))  # longest first: balances the cores
+        priority: int(expected_seconds(_study, _group))  # longest first: balances the cores
         resources:
             mem_mb=1000 + 40 * len(_group.runs),
-            runtime=max(10, int(2 * expected_seconds(_group) / 60)),  # minutes, with a 2x margin
+            # minutes: 2x the slowest measured rate (README "How fast": 1.0 ms per step for a run alone, 0.39 ms
+            # per run and step in a group of 33); a job over its time limit is killed
+            runtime=max(10, int(2 * _study.total_steps * (0.63e-3 + 0.37e-3 * len(_group.runs)) / 60)),
         shell:
             "python -m ppo.run --study {params.study} --scale {params.scale} --threads {threads} "
             "--checkpoint-every {params.checkpoint_every} {output} > {log} 2>&1"
