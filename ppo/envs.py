@@ -51,16 +51,22 @@ class LockstepEnvs:
         self.episode_return = np.zeros(n)
         self.episode_length = np.zeros(n, dtype=np.int64)
 
-    def step(self, actions: np.ndarray):
-        """Step every env. Returns (rewards, terminated, truncated, final_obs, finished) where
-        ``final_obs`` maps env index -> last observation of an episode that just ended and
-        ``finished`` lists (env index, return, length) of those episodes."""
+    def step(self, actions: np.ndarray, active: np.ndarray | None = None):
+        """Step every env, or only those where the boolean mask ``active`` is true (the others keep their
+        observation, episode counters and simulator state, and report reward 0, not ended). Returns
+        (rewards, terminated, truncated, final_obs, finished) where ``final_obs`` maps env index -> last
+        observation of an episode that just ended and ``finished`` lists (env index, return, length) of
+        those episodes."""
         n = len(self.envs)
-        rewards = np.empty(n)
+        if active is not None and np.shape(active) != (n,):
+            raise ValueError(f"active must be a mask over the {n} environments, got shape {np.shape(active)}")
+        rewards = np.zeros(n)
         terminated = np.zeros(n, dtype=bool)
         truncated = np.zeros(n, dtype=bool)
         final_obs, finished = {}, []
         for i, env in enumerate(self.envs):
+            if active is not None and not active[i]:
+                continue
             obs, rew, term, trunc, _ = env.step(actions[i])
             rewards[i] = rew
             self.episode_return[i] += rew
