@@ -54,3 +54,67 @@ class ActorCriticAlgorithm:
 def per_run(values, fill: float) -> torch.Tensor:
     """A [G] tensor of per-run settings, ``fill`` standing in for None."""
     return torch.tensor([fill if v is None else float(v) for v in values], dtype=torch.float32)
+
+
+# ---- Shared by the algorithms that fit their value network apart from the policy update (TRPO, VPG)
+
+
+def column_slices(params, names) -> dict[str, slice]:
+    """Where each named parameter lives in a row of the [G, P] buffer (every view starts at its offset in
+    row 0, because it is ``flat[:, lo:hi]`` of a buffer whose own storage offset is 0)."""
+    return {name: slice(params.views[name].storage_offset(),
+                        params.views[name].storage_offset() + params.views[name][0].numel()) for name in names}
+
+
+def policy_parameter_names(params) -> list[str]:
+    """The policy's parameters: its MLP and the state-independent log-std (not the value network)."""
+    return [name for name in params.views if name.startswith("policy.") or name == "log_std"]
+
+
+def value_parameter_names(params) -> list[str]:
+    return [name for name in params.views if name.startswith("value.")]
+
+
+def column_mask(params, names) -> torch.Tensor:
+    """[P] float mask, 1 on the columns of ``names`` and 0 elsewhere (other networks, padding)."""
+    mask = torch.zeros(params.flat.shape[1])
+    for cols in column_slices(params, names).values():
+        mask[cols] = 1.0
+    return mask
+
+
+def to_flat(params, names, tensors) -> torch.Tensor:
+    """Per-parameter tensors [G, ...] (e.g. autograd.grad's answer) written into a zero [G, P] buffer."""
+    out = torch.zeros_like(params.flat, requires_grad=False)
+    for cols, t in zip(column_slices(params, names).values(), tensors):
+        out[:, cols] = t.reshape(out.shape[0], -1)
+    return out
+
+
+def fit_value(agent, optimizer: torch.optim.Optimizer, value_mask: torch.Tensor, obs: torch.Tensor,
+              returns: torch.Tensor, epochs: int, minibatch_size: int, gens: list[torch.Generator]) -> torch.Tensor:
+    """Regress every run's value network on its λ-returns: ``epochs`` passes of shuffled minibatches, one Adam
+    step each, a final partial minibatch dropped (baselines trpo_mpi: dataset.iterbatches with
+    include_final_partial_batch=False). Returns each run's mean squared error over the minibatches, [G].
+
+    ``optimizer`` must step only through gradients: the gradient is masked to ``value_mask`` before each step,
+    so an Adam whose state outside the value columns is zero (a separate Adam for the value network) leaves
+    every other parameter bit-unchanged (tests/test_trpo.py).
+    """
+    flat = agent.params.flat
+    G, B = returns.shape
+    rows = torch.arange(G).unsqueeze(1)
+    losses, n = torch.zeros(G), 0
+    for _ in range(epochs):
+        perm = torch.stack([torch.randperm(B, generator=g) for g in gens])  # [G, B], each run its own stream
+        for lo in range(0, B - minibatch_size + 1, minibatch_size):
+            idx = perm[:, lo:lo + minibatch_size]
+            loss = (agent.value_of(obs[rows, idx]) - returns[rows, idx]).square().mean(1)  # [G]
+            agent.params.zero_grad_()
+            loss.sum().backward()  # a sum over runs: each run's slice receives its own gradient
+            flat.grad.mul_(value_mask)
+            optimizer.step()
+            losses += loss.detach()
+            n += 1
+    agent.params.zero_grad_()
+    return losses / max(n, 1)

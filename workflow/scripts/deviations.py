@@ -22,7 +22,9 @@ def deviations(study) -> pd.DataFrame:
     rows = []
     for preset in {v.preset.name: v.preset for v in study.variants}.values():
         for setting, choice in preset.choices.items():
-            value = preset.config.get(setting)
+            value = preset.config
+            for key in setting.split("."):  # "trpo.max_kl": a field of the algorithm's section
+                value = value.get(key) if isinstance(value, dict) else None
             rows.append({"preset": preset.name, "setting": setting, "value": value,
                          "paper_states_it": bool(choice["paper_states"]), "source_of_choice": choice["source"]})
     rows.append({"preset": "(study)", "setting": "tasks", "value": ", ".join(study.tasks),
