@@ -154,9 +154,15 @@ def load_study(runs_dir: str | Path, run_dirs: Iterable[str | Path] | None = Non
     for run_dir in run_dirs:
         rows.append(_flatten_manifest(read_manifest(run_dir / "manifest.json"), run_dir))
         run_episodes = read_parquet(run_dir / "episodes.parquet", EPISODE_COLUMNS)
-        table = read_parquet(run_dir / "updates.parquet", keep or UPDATE_COLUMNS)
-        table = table if keep is None else table.select(keep)
+        has_timing = (run_dir / "timing.parquet").exists()  # then its wall-clock columns are added below
+        required = [c for c in keep or UPDATE_COLUMNS if not (has_timing and c in TIMING_COLUMNS[2:])]
+        table = read_parquet(run_dir / "updates.parquet", required)
         run_episodes, table = _attach_timing(run_dir, run_episodes, table)
+        if keep is not None:
+            missing = [c for c in keep if c not in table.column_names]
+            if missing:
+                raise RunDataError(f"{run_dir / 'updates.parquet'} lacks columns {missing}")
+            table = table.select(keep)
         episodes.append(run_episodes)
         updates.append(table)
     manifests = pd.DataFrame(rows)
