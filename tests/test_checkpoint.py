@@ -11,12 +11,9 @@ import ppo.train
 from ppo import records
 from ppo.config import Objective, PPOConfig
 from ppo.train import RunSpec, train_group
+from killing import Killed, kill_at
 
 CFG = PPOConfig(total_steps=1024, horizon=128, epochs=2, minibatch_size=32)
-
-
-class Killed(Exception):
-    """Stands in for SIGKILL: the process stops wherever it is, nothing is cleaned up."""
 
 
 def specs():
@@ -31,19 +28,6 @@ def comparable(results):
 @pytest.fixture(scope="module")
 def uninterrupted():
     return comparable(train_group(specs(), log=lambda _: None))
-
-
-def kill_at(monkeypatch, target, name, after_calls):
-    real = getattr(target, name)
-    calls = {"n": 0}
-
-    def dying(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == after_calls:
-            raise Killed
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(target, name, dying)
 
 
 @pytest.mark.parametrize("where, target, name, after_calls", [

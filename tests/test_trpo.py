@@ -16,6 +16,8 @@ from ppo.config import TRPOSettings, build_config, load_preset
 from ppo.envs import LockstepEnvs
 from ppo.rollout import EpisodeLog, GroupContext, collect_batch, derive_seeds
 from ppo.train import RunSpec, train_group
+import ppo.algorithms.base
+from killing import Killed, kill_at
 
 PRESET = load_preset("trpo_mujoco")
 
@@ -258,23 +260,6 @@ def test_records_do_not_depend_on_the_group():
     assert tries.max() > 1 and len({tuple(t) for t in tries}) > 1  # backtracking happened, not the same in all
 
 
-class Killed(Exception):
-    pass
-
-
-def kill_at(monkeypatch, target, name, after_calls):
-    real = getattr(target, name)
-    calls = {"n": 0}
-
-    def dying(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == after_calls:
-            raise Killed
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(target, name, dying)
-
-
 @pytest.fixture(scope="module")
 def uninterrupted():
     torch.set_num_threads(1)  # module fixtures run before the autouse one-thread fixture of conftest.py
@@ -285,7 +270,7 @@ def uninterrupted():
 @pytest.mark.parametrize("target, name, after_calls", [
     (ppo.train.LockstepEnvs, "step", 256 * 2 + 31),  # inside the 3rd rollout
     (trpo, "conjugate_gradient", 3),  # inside the 3rd policy step, after its rollout
-    (trpo, "fit_value", 4),  # inside the 4th iteration's value fitting
+    (ppo.algorithms.base, "fit_value", 4),  # inside the 4th iteration's value fitting
 ])
 def test_resume_gives_identical_records(tmp_path, monkeypatch, uninterrupted, target, name, after_calls):
     ckpt = tmp_path / "group.ckpt"

@@ -15,6 +15,8 @@ from ppo.config import VPGSettings, build_config, load_preset
 from ppo.envs import LockstepEnvs
 from ppo.rollout import EpisodeLog, GroupContext, collect_batch, derive_seeds
 from ppo.train import RunSpec, train_group
+import ppo.algorithms.base
+from killing import Killed, kill_at
 
 PRESET = load_preset("vpg_mujoco")
 
@@ -191,23 +193,6 @@ def test_records_do_not_depend_on_the_group():
     assert lrs.min() < lrs.max()
 
 
-class Killed(Exception):
-    pass
-
-
-def kill_at(monkeypatch, target, name, after_calls):
-    real = getattr(target, name)
-    calls = {"n": 0}
-
-    def dying(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == after_calls:
-            raise Killed
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(target, name, dying)
-
-
 @pytest.fixture(scope="module")
 def uninterrupted():
     torch.set_num_threads(1)  # module fixtures run before the autouse one-thread fixture of conftest.py
@@ -217,7 +202,7 @@ def uninterrupted():
 
 @pytest.mark.parametrize("target, name, after_calls", [
     (ppo.train.LockstepEnvs, "step", 256 * 2 + 31),  # inside the 3rd rollout
-    (vpg, "fit_value", 3),  # after the 3rd policy step (step size already adapted), before its value fit
+    (ppo.algorithms.base, "fit_value", 3),  # after the 3rd policy step (step size already adapted), before its value fit
 ])
 def test_resume_gives_identical_records(tmp_path, monkeypatch, uninterrupted, target, name, after_calls):
     ckpt = tmp_path / "group.ckpt"

@@ -6,9 +6,9 @@ import math
 
 import torch
 
-from ..batched import GaussianActorCritic
+from ..batched import BatchedAdam, GaussianActorCritic
 from ..normalizer import ObsNormalizer
-from ..rollout import GroupContext
+from ..rollout import GroupContext, collect_batch
 
 
 class ActorCriticAlgorithm:
@@ -118,3 +118,38 @@ def fit_value(agent, optimizer: torch.optim.Optimizer, value_mask: torch.Tensor,
             n += 1
     agent.params.zero_grad_()
     return losses / max(n, 1)
+
+
+class PolicyStepThenValueFit(ActorCriticAlgorithm):
+    """Base of TRPO and VPG: per batch, the algorithm's own policy step, then the value network fitted
+    apart from it with its own Adam (``fit_value``), so the policy step never sees the value loss."""
+
+    def __init__(self, ctx: GroupContext, settings):
+        super().__init__(ctx)
+        self.settings = settings
+        if self.batch_size < settings.vf_minibatch_size:
+            raise ValueError(f"{ctx.cfg.algorithm}.vf_minibatch_size {settings.vf_minibatch_size} exceeds the "
+                             f"batch {self.batch_size}")
+        params = self.agent.params
+        self.policy_mask = column_mask(params, policy_parameter_names(params))
+        self.value_mask = column_mask(params, value_parameter_names(params))
+        # Adam of the value network only: its state outside the value columns stays zero (fit_value masks the
+        # gradient), so value fitting never moves the policy.
+        self.optimizers["value_adam"] = BatchedAdam(self.flat, lr=settings.vf_learning_rate, eps=settings.vf_adam_eps)
+
+    def policy_step(self, batch) -> dict:
+        """Update the policy on ``batch``; returns per-run statistics [G]."""
+        raise NotImplementedError
+
+    def iterate(self, iteration: int) -> dict:
+        s, agent = self.settings, self.agent
+        # ---- rollout and advantages; the normalizer is updated with this batch first (as baselines)
+        batch = collect_batch(self.ctx, agent, self.normalizer)
+        # ---- the algorithm's policy step
+        stats = self.policy_step(batch)
+        # ---- value fitting, apart from the policy (baselines: epochs of shuffled minibatches)
+        value_loss = fit_value(agent, self.optimizers["value_adam"], self.value_mask, batch.obs, batch.returns,
+                               s.vf_epochs, s.vf_minibatch_size, self.ctx.sample_gens)
+        stats = {k: v.detach() if isinstance(v, torch.Tensor) else v for k, v in stats.items()}
+        return {**stats, "value_loss": value_loss, "explained_variance": batch.explained_variance,
+                "log_std_mean": agent.log_std.detach().mean((1, 2)), "rollout_seconds": batch.rollout_seconds}

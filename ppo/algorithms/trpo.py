@@ -16,10 +16,8 @@ from __future__ import annotations
 import torch
 
 from .. import gaussian
-from ..batched import BatchedAdam
-from ..rollout import GroupContext, collect_batch
-from .base import (ActorCriticAlgorithm, column_mask, column_slices, fit_value, policy_parameter_names, to_flat,
-                   value_parameter_names)
+from ..rollout import GroupContext
+from .base import PolicyStepThenValueFit, column_slices, policy_parameter_names, to_flat
 
 
 def rowdot(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -102,19 +100,10 @@ def backtracking_line_search(flat: torch.Tensor, theta_old: torch.Tensor, fullst
     return accepted, torch.where(accepted, frac, 0.0), tries
 
 
-class TRPO(ActorCriticAlgorithm):
+class TRPO(PolicyStepThenValueFit):
     def __init__(self, ctx: GroupContext):
-        super().__init__(ctx)
-        self.settings = s = ctx.cfg.trpo
-        if self.batch_size < s.vf_minibatch_size:
-            raise ValueError(f"trpo.vf_minibatch_size {s.vf_minibatch_size} exceeds the batch {self.batch_size}")
-        params = self.agent.params
-        self.policy_names = policy_parameter_names(params)
-        self.policy_mask = column_mask(params, self.policy_names)
-        self.value_mask = column_mask(params, value_parameter_names(params))
-        # Adam of the value network only: its state outside the value columns stays zero (fit_value masks the
-        # gradient), so value fitting never moves the policy.
-        self.optimizers["value_adam"] = BatchedAdam(self.flat, lr=s.vf_learning_rate, eps=s.vf_adam_eps)
+        super().__init__(ctx, ctx.cfg.trpo)
+        self.policy_names = policy_parameter_names(self.agent.params)
 
     def surrogate(self, obs, actions, adv, old_logp):
         """Per run: the surrogate gain E[r·A] + c·H that TRPO maximises, and E[r·A] alone ([G] each)."""
@@ -171,22 +160,6 @@ class TRPO(ActorCriticAlgorithm):
 
     def _mean_kl(self, obs, old_mean, old_log_std) -> torch.Tensor:
         return gaussian.kl(old_mean, old_log_std, self.agent.policy_mean(obs), self.agent.log_std).mean(1)
-
-    def iterate(self, iteration: int) -> dict:
-        ctx, s, agent = self.ctx, self.settings, self.agent
-
-        # ---- (1) rollout and advantages; the normalizer is updated with this batch first (as baselines)
-        batch = collect_batch(ctx, agent, self.normalizer)
-
-        # ---- (2)-(5) the policy's trust-region step
-        stats = self.policy_step(batch)
-
-        # ---- (6) value fitting, apart from the policy (baselines: vf_iters epochs of minibatches of 64)
-        value_loss = fit_value(agent, self.optimizers["value_adam"], self.value_mask, batch.obs, batch.returns,
-                               s.vf_epochs, s.vf_minibatch_size, ctx.sample_gens)
-        return {**{k: v.detach() for k, v in stats.items()}, "value_loss": value_loss,
-                "explained_variance": batch.explained_variance,
-                "log_std_mean": agent.log_std.detach().mean((1, 2)), "rollout_seconds": batch.rollout_seconds}
 
 
 ALGORITHM = TRPO

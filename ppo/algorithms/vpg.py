@@ -17,9 +17,8 @@ import math
 import torch
 
 from .. import gaussian
-from ..batched import BatchedAdam
-from ..rollout import GroupContext, collect_batch
-from .base import ActorCriticAlgorithm, column_mask, fit_value, policy_parameter_names, value_parameter_names
+from ..rollout import GroupContext
+from .base import PolicyStepThenValueFit
 
 
 def adapt_lr(lr: torch.Tensor, kl: torch.Tensor, kl_target: torch.Tensor, band: float, factor: float,
@@ -73,17 +72,11 @@ def policy_gradient_loss(agent, obs, actions, adv, ent_coef: float) -> torch.Ten
     return -(logp * adv).mean(1) - ent_coef * gaussian.entropy(agent.log_std).mean(1)
 
 
-class VPG(ActorCriticAlgorithm):
+class VPG(PolicyStepThenValueFit):
     def __init__(self, ctx: GroupContext):
-        super().__init__(ctx)
-        self.settings = s = ctx.cfg.vpg
-        if self.batch_size < s.vf_minibatch_size:
-            raise ValueError(f"vpg.vf_minibatch_size {s.vf_minibatch_size} exceeds the batch {self.batch_size}")
-        G, params = ctx.num_runs, self.agent.params
-        self.policy_mask = column_mask(params, policy_parameter_names(params))
-        self.value_mask = column_mask(params, value_parameter_names(params))
+        super().__init__(ctx, ctx.cfg.vpg)
+        G, s = ctx.num_runs, self.settings
         self.optimizers["policy_adam"] = RowAdam(self.flat, self.policy_mask, eps=s.adam_eps)
-        self.optimizers["value_adam"] = BatchedAdam(self.flat, lr=s.vf_learning_rate, eps=s.vf_adam_eps)
         self.lr = torch.full((G,), float(s.learning_rate))
         self.kl_target = torch.full((G,), math.nan if s.kl_target is None else float(s.kl_target))
 
@@ -112,21 +105,6 @@ class VPG(ActorCriticAlgorithm):
         self.lr = adapt_lr(self.lr, kl, self.kl_target, s.kl_band, s.lr_factor, tuple(s.lr_bounds))
         return {"policy_loss": loss.detach(), "kl": kl, "learning_rate": lr_used, "grad_norm": grad_norm,
                 "entropy": gaussian.entropy(agent.log_std.detach()).mean(1)}
-
-    def iterate(self, iteration: int) -> dict:
-        ctx, s, agent = self.ctx, self.settings, self.agent
-
-        # ---- (1) rollout and advantages; the normalizer is updated with this batch first (as ppo1)
-        batch = collect_batch(ctx, agent, self.normalizer)
-
-        # ---- (2)-(4) one policy-gradient step and the step-size rule
-        stats = self.policy_step(batch)
-
-        # ---- (5) value fitting, apart from the policy
-        value_loss = fit_value(agent, self.optimizers["value_adam"], self.value_mask, batch.obs, batch.returns,
-                               s.vf_epochs, s.vf_minibatch_size, ctx.sample_gens)
-        return {**stats, "value_loss": value_loss, "explained_variance": batch.explained_variance,
-                "log_std_mean": agent.log_std.detach().mean((1, 2)), "rollout_seconds": batch.rollout_seconds}
 
 
 ALGORITHM = VPG
