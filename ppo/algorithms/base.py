@@ -121,8 +121,9 @@ def fit_value(agent, optimizer: torch.optim.Optimizer, value_mask: torch.Tensor,
 
 
 class PolicyStepThenValueFit(ActorCriticAlgorithm):
-    """Base of TRPO and VPG: per batch, the algorithm's own policy step, then the value network fitted
-    apart from it with its own Adam (``fit_value``), so the policy step never sees the value loss."""
+    """Base of TRPO and VPG: per batch, the subclass's ``policy_step(batch) -> {stat: [G]}``, then the value
+    network fitted apart from it with its own Adam (``fit_value``), so the policy step never sees the value
+    loss."""
 
     def __init__(self, ctx: GroupContext, settings):
         super().__init__(ctx)
@@ -136,10 +137,6 @@ class PolicyStepThenValueFit(ActorCriticAlgorithm):
         # Adam of the value network only: its state outside the value columns stays zero (fit_value masks the
         # gradient), so value fitting never moves the policy.
         self.optimizers["value_adam"] = BatchedAdam(self.flat, lr=settings.vf_learning_rate, eps=settings.vf_adam_eps)
-
-    def policy_step(self, batch) -> dict:
-        """Update the policy on ``batch``; returns per-run statistics [G]."""
-        raise NotImplementedError
 
     def iterate(self, iteration: int) -> dict:
         s, agent = self.settings, self.agent
