@@ -98,6 +98,19 @@ class GroupContext:
         return len(self.configs)
 
 
+def group_context(task: str, configs: list[PPOConfig], root_seeds: list[int]) -> GroupContext:
+    """A group's context as the driver builds it: seeds derived from each run's root seed, the runs'
+    environments in one lock-step set (actor i belongs to run i // num_envs), their random streams."""
+    E = configs[0].num_envs
+    seeds = [derive_seeds(s, E) for s in root_seeds]
+    return GroupContext(
+        configs=list(configs), seeds=seeds,
+        envs=LockstepEnvs(task, [env_seed for sd in seeds for env_seed in sd["envs"]]),
+        log=EpisodeLog(len(configs), E, time.perf_counter()),
+        init_gens=[torch.Generator().manual_seed(sd["init"]) for sd in seeds],
+        sample_gens=[torch.Generator().manual_seed(sd["sampling"]) for sd in seeds])
+
+
 def to_runs(x, T: int, G: int, E: int):
     """[T, G*E, ...] (time, actor) -> [G, T*E, ...]: each run's batch, sample index t*E + e.
 

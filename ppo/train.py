@@ -23,8 +23,8 @@ import torch
 from . import records
 from .algorithms import algorithm_class
 from .config import PPOConfig
-from .envs import LockstepEnvs, task_version
-from .rollout import EpisodeLog, GroupContext, derive_seeds
+from .envs import task_version
+from .rollout import group_context
 
 
 @dataclass
@@ -64,14 +64,8 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
     G, E = len(specs), cfg.num_envs
 
     # ---- set-up: per-run seeds and environments; the algorithm builds its networks from the context
-    seeds = [derive_seeds(s.seed, E) for s in specs]
-    start = time.perf_counter()
-    ctx = GroupContext(
-        configs=[s.config for s in specs], seeds=seeds,
-        envs=LockstepEnvs(task, [env_seed for sd in seeds for env_seed in sd["envs"]]),  # actor i -> run i // E
-        log=EpisodeLog(G, E, start),
-        init_gens=[torch.Generator().manual_seed(sd["init"]) for sd in seeds],
-        sample_gens=[torch.Generator().manual_seed(sd["sampling"]) for sd in seeds])
+    ctx = group_context(task, [s.config for s in specs], [s.seed for s in specs])
+    seeds, start = ctx.seeds, ctx.log.start
     algo = algorithm_class(cfg.algorithm)(ctx)
     update_rows = [[] for _ in range(G)]
     timing_rows = [[] for _ in range(G)]  # wall-clock measures, kept apart from the deterministic records

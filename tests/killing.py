@@ -17,3 +17,19 @@ def kill_at(monkeypatch, target, name, after_calls):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(target, name, dying)
+
+
+def kill_then_resume(monkeypatch, train_group, specs, checkpoint, target, name, after_calls):
+    """Train ``specs`` with a checkpoint every iteration until the kill at ``target.name``'s
+    ``after_calls``-th call, then train again from the checkpoint; returns the resumed results."""
+    import pytest
+
+    with monkeypatch.context() as m:
+        kill_at(m, target, name, after_calls)
+        with pytest.raises(Killed):
+            train_group(specs, log=lambda _: None, checkpoint=checkpoint, checkpoint_every=1)
+    assert checkpoint.exists()
+    messages = []
+    resumed = train_group(specs, log=messages.append, checkpoint=checkpoint, checkpoint_every=1)
+    assert any("resumed from" in msg for msg in messages)
+    return resumed

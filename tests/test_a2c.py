@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 import torch
 
+import ppo.envs
 import ppo.algorithms.a2c
 import ppo.train
 from ppo.algorithms.a2c import (A2C, kl_gradient_wrt_statistics, policy_gradient_wrt_statistics,
@@ -306,7 +307,7 @@ def resume_specs():
 
 
 @pytest.mark.parametrize("target, name, after_calls", [
-    (ppo.train.LockstepEnvs, "step", 8 * 7 + 3),  # inside the rollout of update 8
+    (ppo.envs.LockstepEnvs, "step", 8 * 7 + 3),  # inside the rollout of update 8
     (ppo.algorithms.a2c, "per_run_grad_norm_clip", 7),  # inside update 7, after its backward
 ], ids=["during a rollout", "during an update"])
 def test_resume_gives_identical_records(tmp_path, monkeypatch, target, name, after_calls):

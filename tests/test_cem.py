@@ -10,11 +10,12 @@ import pandas as pd
 import pytest
 import torch
 
+import ppo.envs
 import ppo.train
 from ppo.algorithms.cem import extra_variance, generation, refit, sample_population
 from ppo.config import CEMSettings, ConfigError, build_config, load_preset
 from ppo.envs import LockstepEnvs
-from ppo.rollout import EpisodeLog
+from ppo.rollout import EpisodeLog, group_context
 from ppo.train import RunSpec, train_group
 
 PRESET = load_preset("cem_mujoco")
@@ -249,14 +250,14 @@ def test_records_do_not_depend_on_the_group(tmp_path):
 def test_resume_gives_identical_records(tmp_path, monkeypatch):
     specs = [RunSpec("a", "Hopper-v5", TINY, 0), RunSpec("b", "Hopper-v5", TINY, 1)]
     calls = {"n": 0}
-    real = ppo.train.LockstepEnvs.step
+    real = ppo.envs.LockstepEnvs.step
 
     def counting(self, *args, **kwargs):
         calls["n"] += 1
         return real(self, *args, **kwargs)
 
     with monkeypatch.context() as m:
-        m.setattr(ppo.train.LockstepEnvs, "step", counting)
+        m.setattr(ppo.envs.LockstepEnvs, "step", counting)
         uninterrupted = train_group(specs, log=lambda _: None)
     total_calls = calls["n"]
 
@@ -272,7 +273,7 @@ def test_resume_gives_identical_records(tmp_path, monkeypatch):
     ckpt = tmp_path / "group.ckpt"
     calls["n"] = 0
     with monkeypatch.context() as m:
-        m.setattr(ppo.train.LockstepEnvs, "step", dying)
+        m.setattr(ppo.envs.LockstepEnvs, "step", dying)
         with pytest.raises(Killed):
             train_group(specs, log=lambda _: None, checkpoint=ckpt, checkpoint_every=1)
     assert ckpt.exists()
@@ -288,13 +289,7 @@ def test_resume_gives_identical_records(tmp_path, monkeypatch):
 
 def make_cem(cfg, seeds, task="Hopper-v5"):
     from ppo.algorithms.cem import CEM
-    from ppo.rollout import GroupContext, derive_seeds
-    derived = [derive_seeds(s, cfg.num_envs) for s in seeds]
-    ctx = GroupContext(configs=[cfg] * len(seeds), seeds=derived,
-                       envs=LockstepEnvs(task, [e for d in derived for e in d["envs"]]),
-                       log=EpisodeLog(len(seeds), cfg.num_envs, time.perf_counter()),
-                       init_gens=[torch.Generator().manual_seed(d["init"]) for d in derived],
-                       sample_gens=[torch.Generator().manual_seed(d["sampling"]) for d in derived])
+    ctx = group_context(task, [cfg] * len(seeds), seeds)
     return CEM(ctx)
 
 

@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
+import ppo.envs
 import ppo.algorithms.ppo
 import ppo.train
 from ppo import records
@@ -31,7 +32,7 @@ def uninterrupted():
 
 
 @pytest.mark.parametrize("where, target, name, after_calls", [
-    ("during a rollout", ppo.train.LockstepEnvs, "step", 128 * 5 + 17),       # inside update 6
+    ("during a rollout", ppo.envs.LockstepEnvs, "step", 128 * 5 + 17),       # inside update 6
     ("during an update", ppo.algorithms.ppo, "objective_terms", 8 * 4 + 3),          # inside update 5's epochs
     ("while writing a checkpoint", torch, "save", 2),                         # the second checkpoint
 ])

@@ -1,6 +1,5 @@
 """TRPO (ppo/algorithms/trpo.py): conjugate gradient, Fisher-vector products, line search, the trust region
 on a real batch, value fitting that never touches the policy, group independence, resume, and learning."""
-import time
 
 import numpy as np
 import pandas as pd
@@ -8,16 +7,16 @@ import pytest
 import torch
 from torch.distributions import Normal, kl_divergence
 
+import ppo.envs
 import ppo.algorithms.trpo as trpo
 import ppo.train
 from ppo.algorithms.base import column_slices, fit_value, policy_parameter_names
 from ppo.batched import GaussianActorCritic
 from ppo.config import TRPOSettings, build_config, load_preset
-from ppo.envs import LockstepEnvs
-from ppo.rollout import EpisodeLog, GroupContext, collect_batch, derive_seeds
+from ppo.rollout import collect_batch, group_context
 from ppo.train import RunSpec, train_group
 import ppo.algorithms.base
-from killing import Killed, kill_at
+from killing import kill_then_resume
 
 PRESET = load_preset("trpo_mujoco")
 
@@ -32,12 +31,7 @@ TINY = config(total_steps=1024, horizon=256)  # 4 iterations; Hopper ends episod
 
 def make_algorithm(cfg, seeds, task="Hopper-v5"):
     """The algorithm of a group as ppo/train.py builds it, for tests that drive it step by step."""
-    derived = [derive_seeds(s, cfg.num_envs) for s in seeds]
-    ctx = GroupContext(configs=[cfg] * len(seeds), seeds=derived,
-                       envs=LockstepEnvs(task, [e for d in derived for e in d["envs"]]),
-                       log=EpisodeLog(len(seeds), cfg.num_envs, time.perf_counter()),
-                       init_gens=[torch.Generator().manual_seed(d["init"]) for d in derived],
-                       sample_gens=[torch.Generator().manual_seed(d["sampling"]) for d in derived])
+    ctx = group_context(task, [cfg] * len(seeds), seeds)
     return trpo.TRPO(ctx)
 
 
@@ -268,21 +262,13 @@ def uninterrupted():
 
 
 @pytest.mark.parametrize("target, name, after_calls", [
-    (ppo.train.LockstepEnvs, "step", 256 * 2 + 31),  # inside the 3rd rollout
+    (ppo.envs.LockstepEnvs, "step", 256 * 2 + 31),  # inside the 3rd rollout
     (trpo, "conjugate_gradient", 3),  # inside the 3rd policy step, after its rollout
     (ppo.algorithms.base, "fit_value", 4),  # inside the 4th iteration's value fitting
 ])
 def test_resume_gives_identical_records(tmp_path, monkeypatch, uninterrupted, target, name, after_calls):
-    ckpt = tmp_path / "group.ckpt"
     specs = [RunSpec("a", "Hopper-v5", TINY, 0), RunSpec("b", "Hopper-v5", TINY, 1)]
-    with monkeypatch.context() as m:
-        kill_at(m, target, name, after_calls)
-        with pytest.raises(Killed):
-            train_group(specs, log=lambda _: None, checkpoint=ckpt, checkpoint_every=1)
-    assert ckpt.exists()
-    messages = []
-    resumed = train_group(specs, log=messages.append, checkpoint=ckpt, checkpoint_every=1)
-    assert any("resumed from" in msg for msg in messages)
+    resumed = kill_then_resume(monkeypatch, train_group, specs, tmp_path / "group.ckpt", target, name, after_calls)
     for (e1, u1), r in zip(uninterrupted, resumed):
         e2, u2 = records(r)
         pd.testing.assert_frame_equal(e1, e2, check_exact=True)

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 import torch
 
+import ppo.envs
 import ppo.algorithms.vpg as vpg
 import ppo.train
 from ppo.batched import GaussianActorCritic
@@ -16,7 +17,7 @@ from ppo.envs import LockstepEnvs
 from ppo.rollout import EpisodeLog, GroupContext, collect_batch, derive_seeds
 from ppo.train import RunSpec, train_group
 import ppo.algorithms.base
-from killing import Killed, kill_at
+from killing import kill_then_resume
 
 PRESET = load_preset("vpg_mujoco")
 
@@ -201,20 +202,12 @@ def uninterrupted():
 
 
 @pytest.mark.parametrize("target, name, after_calls", [
-    (ppo.train.LockstepEnvs, "step", 256 * 2 + 31),  # inside the 3rd rollout
+    (ppo.envs.LockstepEnvs, "step", 256 * 2 + 31),  # inside the 3rd rollout
     (ppo.algorithms.base, "fit_value", 3),  # after the 3rd policy step (step size already adapted), before its value fit
 ])
 def test_resume_gives_identical_records(tmp_path, monkeypatch, uninterrupted, target, name, after_calls):
-    ckpt = tmp_path / "group.ckpt"
     specs = [RunSpec("a", "Hopper-v5", TINY, 0), RunSpec("b", "Hopper-v5", TINY, 1)]
-    with monkeypatch.context() as m:
-        kill_at(m, target, name, after_calls)
-        with pytest.raises(Killed):
-            train_group(specs, log=lambda _: None, checkpoint=ckpt, checkpoint_every=1)
-    assert ckpt.exists()
-    messages = []
-    resumed = train_group(specs, log=messages.append, checkpoint=ckpt, checkpoint_every=1)
-    assert any("resumed from" in msg for msg in messages)
+    resumed = kill_then_resume(monkeypatch, train_group, specs, tmp_path / "group.ckpt", target, name, after_calls)
     for (e1, u1), r in zip(uninterrupted, resumed):
         e2, u2 = records(r)
         pd.testing.assert_frame_equal(e1, e2, check_exact=True)
