@@ -16,6 +16,8 @@ import warnings
 import torch
 from torch import nn
 
+from .gaussian import DiagGaussian
+
 # The parameters' gradients are strided views of flat.grad on purpose (see FlatParameters).
 warnings.filterwarnings("ignore", message="grad and param do not obey the gradient layout contract")
 
@@ -122,6 +124,10 @@ class GaussianActorCritic(nn.Module):
 
     def policy_mean(self, obs: torch.Tensor) -> torch.Tensor:
         return mlp_forward(self.policy_layers, obs)
+
+    def evaluate(self, obs: torch.Tensor) -> tuple[DiagGaussian, torch.Tensor]:
+        """(π(.|s), V(s)) of normalized observations [G, B, obs_dim]."""
+        return DiagGaussian(self.policy_mean(obs), self.log_std), self.value_of(obs)
 
     def value_of(self, obs: torch.Tensor) -> torch.Tensor:
         return mlp_forward(self.value_layers, obs).squeeze(-1)

@@ -187,8 +187,13 @@ def _check_choice(obj, **allowed: tuple) -> None:
 ALGORITHM_SETTINGS = {"a2c": A2CSettings, "trpo": TRPOSettings, "vpg": VPGSettings, "cem": CEMSettings}
 ALGORITHMS = ("ppo", *ALGORITHM_SETTINGS)
 # Top-level fields only PPO reads; the baselines' own values are in their sections.
+NETWORKS = ("mlp", "cnn_mnih2016", "cnn_nature")
+# Fields added with Atari; at these defaults they are left out of a run's settings (and so of its digest).
+ADDED_FIELDS = {"network": "mlp", "env_protocol": None, "clip_schedule": "constant"}
+# Settings of the MLP policy and its observation handling that an image-observation run does not read.
+MUJOCO_ONLY = ("hidden_sizes", "init", "log_std_init", "obs_norm", "obs_clip", "action_clip")
 PPO_ONLY = ("epochs", "minibatch_size", "learning_rate", "lr_schedule", "adam_eps", "vf_coef", "max_grad_norm",
-            "objective")
+            "objective", "clip_schedule")
 
 
 @dataclass(frozen=True)
@@ -217,6 +222,11 @@ class PPOConfig:
     max_grad_norm: float | None = None  # per-run global gradient-norm clip; None = off
     time_limit: str = "terminal"  # "terminal" (ppo1) | "bootstrap" (r += γ·V(s_final) on truncation)
     action_clip: bool = True  # clip sampled actions to the action space before env.step
+    # Atari (image observations): a shared convolutional torso with policy and value heads, the
+    # environment protocol named in experiments/protocols/, and Table 5's annealing of ε with α.
+    network: str = "mlp"  # "mlp" (separate policy and value MLPs) | "cnn_mnih2016" | "cnn_nature"
+    env_protocol: str | None = None  # Atari tasks only: experiments/protocols/<name>.yaml
+    clip_schedule: str = "constant"  # "constant" | "linear" (ε·α, α annealed 1 → 0 like the lr)
     objective: Objective = field(default_factory=Objective)
     a2c: A2CSettings | None = None
     trpo: TRPOSettings | None = None
@@ -253,15 +263,28 @@ class PPOConfig:
             "init": ("normc", "orthogonal"),
             "adv_norm": ("batch", "minibatch", "none"),
             "time_limit": ("terminal", "bootstrap"),
+            "network": NETWORKS,
+            "clip_schedule": ("constant", "linear"),
         }
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        if (self.network == "mlp") != (self.env_protocol is None):
+            raise ValueError("env_protocol is required with a convolutional network (Atari) and refused with "
+                             f"network 'mlp' (MuJoCo); got network {self.network!r}, env_protocol {self.env_protocol!r}")
+        if self.network != "mlp" and self.algorithm not in ("ppo", "a2c"):
+            raise ValueError(f"algorithm {self.algorithm} has no convolutional (Atari) version; use ppo or a2c")
+        if self.network != "mlp" and self.algorithm == "a2c" and (self.a2c.trust_region or self.a2c.return_norm):
+            raise ValueError("a2c.trust_region and a2c.return_norm are implemented for MuJoCo (network 'mlp') only")
         if self.algorithm == "ppo" and (self.num_envs * self.horizon) % self.minibatch_size:
             raise ValueError(
                 f"minibatch_size {self.minibatch_size} must divide num_envs*horizon "
                 f"{self.num_envs * self.horizon}"
             )
+
+    @property
+    def is_atari(self) -> bool:
+        return self.network != "mlp"
 
     @property
     def algorithm_key(self) -> str:
@@ -286,12 +309,18 @@ class PPOConfig:
     def to_dict(self) -> dict[str, Any]:
         """The settings this run uses: a baseline's record omits PPO's fields and other sections."""
         out = dataclasses.asdict(self)
+        for name, default in ADDED_FIELDS.items():
+            if out[name] == default:  # a record written before the field existed keeps its digest
+                del out[name]
+        if self.is_atari:
+            for name in MUJOCO_ONLY:
+                del out[name]
         for name in ALGORITHM_SETTINGS:
             if name != self.algorithm:
                 del out[name]
         if self.algorithm != "ppo":
             for name in PPO_ONLY:
-                del out[name]
+                out.pop(name, None)
         return out
 
 
@@ -309,6 +338,7 @@ _TYPE_CHECKS = {  # annotation -> (test, what the error says)
     "float | None": (lambda v: v is None or _is_number(v), "a number or null"),
     "bool": (lambda v: isinstance(v, bool), "true or false"),
     "str": (lambda v: isinstance(v, str), "a string"),
+    "str | None": (lambda v: v is None or isinstance(v, str), "a string or null"),
     "tuple[int, ...]": (lambda v: isinstance(v, (list, tuple)) and len(v) > 0
                         and all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in v),
                         "a non-empty list of positive integers"),

@@ -27,7 +27,8 @@ def task_version(task: str) -> str:
 
 
 def task_name(task: str) -> str:
-    return _VERSION.sub("", task)
+    """'Hopper-v5' -> 'Hopper', 'ALE/Pong-v5' -> 'Pong'."""
+    return _VERSION.sub("", task).rsplit("/", 1)[-1]
 
 
 class LockstepEnvs:

@@ -32,3 +32,38 @@ def kl(mean_old: torch.Tensor, log_std_old: torch.Tensor, mean: torch.Tensor, lo
     """
     per_run = (log_std - log_std_old + 0.5 * torch.exp(2 * (log_std_old - log_std)) - 0.5).sum(-1)
     return 0.5 * ((mean_old - mean).square() * torch.exp(-2 * log_std)).sum(-1) + per_run
+
+
+class DiagGaussian:
+    """π(.|s) of a minibatch of every run: per-sample means [G, B, A], per-run log-std [G, 1, A].
+
+    The algorithms use a policy through this interface (and ppo.categorical.Categorical's), so one update
+    serves Gaussian (MuJoCo) and categorical (Atari) policies. ``params`` is the per-sample part, the one
+    a minibatch gathers; ``like(p)`` is the distribution with those per-sample parameters and this one's
+    per-run part.
+    """
+
+    def __init__(self, mean: torch.Tensor, log_std: torch.Tensor):
+        self.mean, self.log_std = mean, log_std
+
+    @property
+    def params(self) -> torch.Tensor:
+        return self.mean
+
+    def like(self, params: torch.Tensor) -> "DiagGaussian":
+        return DiagGaussian(params, self.log_std)
+
+    def frozen(self) -> "DiagGaussian":
+        """A copy that no later parameter update changes (π_old)."""
+        return DiagGaussian(self.mean.detach(), self.log_std.detach().clone())
+
+    def log_prob(self, actions: torch.Tensor) -> torch.Tensor:
+        return log_prob(actions, self.mean, self.log_std)
+
+    def entropy(self) -> torch.Tensor:
+        """[G, 1]: the same for every state."""
+        return entropy(self.log_std)
+
+    def kl(self, other: "DiagGaussian") -> torch.Tensor:
+        """KL[self, other] per sample, [G, B]."""
+        return kl(self.mean, self.log_std, other.mean, other.log_std)

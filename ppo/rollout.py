@@ -19,6 +19,7 @@ import torch
 
 from .batched import GaussianActorCritic
 from .config import PPOConfig
+from .atari import AtariLockstepEnvs, load_protocol
 from .envs import LockstepEnvs
 from .gae import gae
 from .normalizer import ObsNormalizer
@@ -84,7 +85,7 @@ class GroupContext:
 
     configs: list[PPOConfig]  # per run; equal up to per-run objective settings (PPO only)
     seeds: list[dict]  # derive_seeds() per run
-    envs: LockstepEnvs  # actor i belongs to run i // num_envs
+    envs: LockstepEnvs | AtariLockstepEnvs  # actor i belongs to run i // num_envs
     log: EpisodeLog
     init_gens: list[torch.Generator] = field(default_factory=list)  # network initialisation, per run
     sample_gens: list[torch.Generator] = field(default_factory=list)  # exploration and minibatches, per run
@@ -101,11 +102,15 @@ class GroupContext:
 def group_context(task: str, configs: list[PPOConfig], root_seeds: list[int]) -> GroupContext:
     """A group's context as the driver builds it: seeds derived from each run's root seed, the runs'
     environments in one lock-step set (actor i belongs to run i // num_envs), their random streams."""
-    E = configs[0].num_envs
+    cfg, E = configs[0], configs[0].num_envs
     seeds = [derive_seeds(s, E) for s in root_seeds]
+    env_seeds = [env_seed for sd in seeds for env_seed in sd["envs"]]
+    if cfg.is_atari:
+        envs = AtariLockstepEnvs(task, env_seeds, load_protocol(cfg.env_protocol))
+    else:
+        envs = LockstepEnvs(task, env_seeds)
     return GroupContext(
-        configs=list(configs), seeds=seeds,
-        envs=LockstepEnvs(task, [env_seed for sd in seeds for env_seed in sd["envs"]]),
+        configs=list(configs), seeds=seeds, envs=envs,
         log=EpisodeLog(len(configs), E, time.perf_counter()),
         init_gens=[torch.Generator().manual_seed(sd["init"]) for sd in seeds],
         sample_gens=[torch.Generator().manual_seed(sd["sampling"]) for sd in seeds])
@@ -171,25 +176,74 @@ def collect_batch(ctx: GroupContext, agent: GaussianActorCritic, normalizer: Obs
             ctx.log.finished(finished)
         last_value = agent.value_of(normalizer(envs.obs.reshape(G, E, d))).view(N).numpy()
     next_values = np.concatenate([val_buf[1:], last_value[None]])
-    end_buf = term_buf | trunc_buf
     if bootstrap_time_limit:
         next_values = np.where(trunc_buf, final_val_buf, next_values)
     rollout_seconds = time.perf_counter() - t0
-
-    # "terminal" treats time limits as the end of value too (ppo1); "bootstrap" only true terminations
-    terminated = (term_buf if bootstrap_time_limit else end_buf).astype(np.float64)
-    adv, returns = gae(rew_buf, val_buf, next_values, terminated, end_buf.astype(np.float64), cfg.gamma,
-                       cfg.gae_lambda)
-
     raw_obs = to_runs(obs_buf, T, G, E)
     normalizer.update(raw_obs)
+    return finish_batch(ctx, normalizer(raw_obs), to_runs(act_buf, T, G, E), rew_buf, val_buf, next_values,
+                        term_buf, trunc_buf, rollout_seconds)
+
+
+def finish_batch(ctx: GroupContext, obs, actions, rew_buf, val_buf, next_values, term_buf, trunc_buf,
+                 rollout_seconds: float) -> Batch:
+    """GAE over [T, N] rollout arrays, advantage normalization, and each run's batch."""
+    cfg, G, E, T = ctx.cfg, ctx.num_runs, ctx.cfg.num_envs, ctx.cfg.horizon
+    end_buf = term_buf | trunc_buf
+    # "terminal" treats time limits as the end of value too (ppo1); "bootstrap" only true terminations
+    terminated = (term_buf if cfg.time_limit == "bootstrap" else end_buf).astype(np.float64)
+    adv, returns = gae(rew_buf, val_buf, next_values, terminated, end_buf.astype(np.float64), cfg.gamma,
+                       cfg.gae_lambda)
     adv_all = torch.from_numpy(to_runs(adv, T, G, E)).float()
     if cfg.adv_norm == "batch":
         adv_all = (adv_all - adv_all.mean(1, keepdim=True)) / (adv_all.std(1, correction=0, keepdim=True) + 1e-8)
     values, returns = to_runs(val_buf, T, G, E), to_runs(returns, T, G, E)
-    return Batch(obs=normalizer(raw_obs), actions=to_runs(act_buf, T, G, E), advantages=adv_all,
-                 returns=torch.from_numpy(returns).float(), values=values,
-                 explained_variance=explained_variance(values, returns), rollout_seconds=rollout_seconds)
+    return Batch(obs=obs, actions=actions, advantages=adv_all, returns=torch.from_numpy(returns).float(),
+                 values=values, explained_variance=explained_variance(values, returns),
+                 rollout_seconds=rollout_seconds)
+
+
+def collect_atari_batch(ctx: GroupContext, agent) -> Batch:
+    """The rollout of a categorical policy on image observations (Atari), in the same lock-step.
+
+    The protocol's training signal is made here, so the environments keep the raw game: rewards are
+    clipped to their sign (``reward_clip``) and a lost life ends the value horizon (``life_loss_signal``)
+    for the learner only; the recorded episode is the whole game with its raw score (ppo/atari.py).
+    """
+    t0 = time.perf_counter()
+    cfg, envs, G, E, T = ctx.cfg, ctx.envs, ctx.num_runs, ctx.cfg.num_envs, ctx.cfg.horizon
+    protocol, N, shape = envs.protocol, G * E, envs.obs_shape
+    bootstrap_time_limit = cfg.time_limit == "bootstrap"
+    obs_buf = np.zeros((T, N, *shape), dtype=np.uint8)
+    act_buf = torch.zeros(T, N, 1)  # action indices, as floats like a Gaussian's actions
+    rew_buf, val_buf, final_val_buf = np.zeros((T, N)), np.zeros((T, N)), np.zeros((T, N))
+    term_buf, trunc_buf = np.zeros((T, N), bool), np.zeros((T, N), bool)
+
+    uniforms = torch.stack([torch.rand(T, E, generator=g) for g in ctx.sample_gens], dim=1)  # [T, G, E]
+    with torch.no_grad():
+        for t in range(T):
+            obs_buf[t] = envs.obs
+            policy, value = agent.evaluate(torch.from_numpy(envs.obs).view(G, E, *shape))
+            action = policy.sample(uniforms[t]).view(N)
+            val_buf[t] = value.view(N).numpy()
+            act_buf[t, :, 0] = action
+            raw_reward, terminated, trunc_buf[t], final_obs, finished = envs.step(action.numpy())
+            rew_buf[t] = np.sign(raw_reward) if protocol.reward_clip else raw_reward
+            term_buf[t] = terminated | envs.life_lost if protocol.life_loss_signal else terminated
+            trunc_buf[t] &= ~term_buf[t]
+            if bootstrap_time_limit and trunc_buf[t].any():
+                final = envs.obs.copy()
+                for i in np.flatnonzero(trunc_buf[t]):
+                    final[i] = final_obs[i]
+                final_val_buf[t] = agent.value_of(torch.from_numpy(final).view(G, E, *shape)).view(N).numpy()
+            ctx.log.tick()
+            ctx.log.finished(finished)
+        last_value = agent.value_of(torch.from_numpy(envs.obs).view(G, E, *shape)).view(N).numpy()
+    next_values = np.concatenate([val_buf[1:], last_value[None]])
+    if bootstrap_time_limit:
+        next_values = np.where(trunc_buf, final_val_buf, next_values)
+    return finish_batch(ctx, torch.from_numpy(to_runs(obs_buf, T, G, E)), to_runs(act_buf, T, G, E), rew_buf,
+                        val_buf, next_values, term_buf, trunc_buf, time.perf_counter() - t0)
 
 
 def explained_variance(pred: np.ndarray, target: np.ndarray) -> np.ndarray:

@@ -22,9 +22,20 @@ from .study import Run, Study, load_study
 from .train import RunSpec, train_group
 
 
+def split_run_dir(study: Study, run_dir: Path) -> tuple[Path, str, str, str]:
+    """``<runs>/<task>/<variant>/seed<k>`` -> (runs folder, task, variant, seed folder). A task id may
+    hold a slash (ALE/Pong-v5), so the task is whichever of the study's ids the path ends with."""
+    task_dir = run_dir.parent.parent
+    for task in study.tasks:
+        depth = len(Path(task).parts)
+        if task_dir.parts[-depth:] == Path(task).parts:
+            return Path(*task_dir.parts[:-depth]), task, run_dir.parent.name, run_dir.name
+    return task_dir.parent, task_dir.name, run_dir.parent.name, run_dir.name
+
+
 def resolve_run(study: Study, run_dir: Path) -> Run:
     """The study's run whose records go to ``run_dir`` = ``<runs>/<task>/<variant>/seed<k>``."""
-    task, variant, seed = run_dir.parts[-3:]
+    _, task, variant, seed = split_run_dir(study, run_dir)
     variants = {v.name: v for v in study.variants}
     if task not in study.tasks or variant not in variants or not seed.removeprefix("seed").isdigit():
         raise ConfigError(f"{run_dir}: not a run of study {study.name} ({study.path}): "
@@ -32,12 +43,12 @@ def resolve_run(study: Study, run_dir: Path) -> Run:
     return Run(task, variants[variant], int(seed.removeprefix("seed")))
 
 
-def checkpoint_path(run_dirs: list[Path]) -> Path:
+def checkpoint_path(study: Study, run_dirs: list[Path]) -> Path:
     """<runs>/../checkpoints/<task>-<hash of the group's runs>.pt: not a Snakemake output, so a failed
     job's checkpoint survives for the retry; the hash keeps differently packed groups apart."""
-    runs_root = run_dirs[0].parents[2]
+    runs_root, task, _, _ = split_run_dir(study, run_dirs[0])
     key = hashlib.sha256("\n".join(sorted(str(d) for d in run_dirs)).encode()).hexdigest()[:16]
-    return runs_root.parent / "checkpoints" / f"{run_dirs[0].parts[-3]}-{key}.pt"
+    return runs_root.parent / "checkpoints" / f"{task.replace('/', '_')}-{key}.pt"
 
 
 def main(argv=None) -> int:
@@ -57,7 +68,7 @@ def main(argv=None) -> int:
     except ConfigError as err:
         print(f"error: {' '.join(str(err).split())}", file=sys.stderr)  # one line, whatever the message
         return 2
-    checkpoint = checkpoint_path(run_dirs)
+    checkpoint = checkpoint_path(study, run_dirs)
     problem = unwritable([*run_dirs, checkpoint.parent])
     if problem:  # refuse now rather than after training: nothing was trained, nothing was changed
         print(f"error: {problem}; nothing was trained or changed", file=sys.stderr)

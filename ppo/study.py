@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .config import EXPERIMENTS_DIR, ConfigError, Variant, _check_keys, _read_yaml, load_variant
+from .atari import check_atari_task, is_atari
 from .envs import check_task, task_name
 
 STUDY_KEYS = {"description", "tasks", "variants", "anchor", "reference_table", "report", "scales"}
-REPORTS = ("table1", "figure3")  # the analysis a study's results get (workflow/rules/analysis.smk)
+REPORTS = ("table1", "figure3", "atari")  # the analysis a study's results get (workflow/rules/analysis.smk)
 SCALE_KEYS = {"label", "total_steps", "seeds", "tasks", "reduced"}
 
 
@@ -137,7 +138,7 @@ def load_study(name: str, scale: str, seeds: int | None = None, experiments_dir:
     if "tasks" in sc:
         tasks = _names(sc["tasks"], task_field, path)
     for task in tasks:
-        check_task(task, f"{path}: field {task_field}")
+        (check_atari_task if is_atari(task) else check_task)(task, f"{path}: field {task_field}")
     patterns = _names(data["variants"], "variants", path)
     anchor = data["anchor"]
     if not isinstance(anchor, str):
@@ -161,6 +162,12 @@ def load_study(name: str, scale: str, seeds: int | None = None, experiments_dir:
             raise ConfigError(f"{variant.path}: field label {variant.label!r} is already the label of "
                               f"{labels[variant.label].path.name}; each variant of study {name} needs its own")
         labels[variant.label] = variant
+    for variant in variants:  # an Atari variant needs Atari tasks (and a MuJoCo one MuJoCo tasks)
+        wrong = [t for t in tasks if is_atari(t) != variant.config.is_atari]
+        if wrong:
+            kind = "an Atari" if variant.config.is_atari else "a MuJoCo"
+            raise ConfigError(f"{path}: field {task_field}: {wrong[0]!r} cannot be trained by variant "
+                              f"{variant.name} ({variant.path}), {kind} configuration (network {variant.config.network})")
     report = data.get("report", "table1")
     if report not in REPORTS:
         raise ConfigError(f"{path}: field report must be one of {list(REPORTS)}, got {report!r}")

@@ -22,6 +22,7 @@ import torch
 
 from . import records
 from .algorithms import algorithm_class
+from .atari import load_protocol
 from .config import PPOConfig
 from .envs import task_version
 from .rollout import group_context
@@ -183,6 +184,15 @@ def load_checkpoint(path: Path, log) -> dict | None:
         return None
 
 
+def env_protocol_record(task: str, config: PPOConfig) -> dict:
+    """How the run's environments were made and what the learner saw of them, for the manifest."""
+    if config.is_atari:
+        return {"id": task, "made_with": "ppo.atari.make_atari_env", "protocol": config.env_protocol,
+                **load_protocol(config.env_protocol).to_dict(), "time_limit_handling": config.time_limit}
+    return {"id": task, "made_with": "gymnasium.make(id, disable_env_checker=True)",
+            "time_limit_handling": config.time_limit, "action_clip": config.action_clip}
+
+
 def write_run(result: RunResult, model: dict, group: list[str], wall_seconds: float) -> None:
     """Parquet tables, final model and normalizer, then the manifest (last: its presence means complete)."""
     spec, out = result.spec, Path(result.spec.out_dir)
@@ -198,9 +208,7 @@ def write_run(result: RunResult, model: dict, group: list[str], wall_seconds: fl
         "n_episodes": len(result.episodes), "group": group, "wall_seconds": wall_seconds,
         "torch_threads": torch.get_num_threads(), "packages": records.package_versions(),
         "git": records.git_state(), "host": records.host_info(),
-        "env_protocol": {"id": spec.task, "made_with": "gymnasium.make(id, disable_env_checker=True)",
-                         "time_limit_handling": spec.config.time_limit,
-                         "action_clip": spec.config.action_clip},
+        "env_protocol": env_protocol_record(spec.task, spec.config),
         **spec.meta,
     }
     records.write_json(manifest, out / "manifest.json")

@@ -24,7 +24,7 @@ import torch
 
 from .. import gaussian
 from ..batched import BatchedAdam, mlp_forward, per_run_grad_norm_clip
-from ..rollout import GroupContext, collect_batch
+from ..rollout import GroupContext
 from .base import ActorCriticAlgorithm
 
 RETURN_NORM_EPS = 1e-8  # σ_R = sqrt(Var[R] + this): Tianshou PGPolicy._eps
@@ -162,8 +162,7 @@ class A2C(ActorCriticAlgorithm):
 
         # ---- (1) rollout and GAE advantages, values in return units
         return_std = self.return_std()
-        batch = collect_batch(ctx, _ValuesInReturnUnits(agent, return_std) if s.return_norm else agent,
-                              self.normalizer)
+        batch = self.collect(_ValuesInReturnUnits(agent, return_std) if s.return_norm else agent)
 
         # ---- (2) value targets: normalized by σ_R before this batch enters the statistics (Tianshou)
         targets = batch.returns
@@ -182,14 +181,14 @@ class A2C(ActorCriticAlgorithm):
                           targets: torch.Tensor) -> dict:
         """Every run's loss on its batch ([G, B, ...] tensors), back-propagated into flat.grad."""
         s, agent = self.settings, self.agent
-        mean, log_std = agent.policy_mean(obs), agent.log_std
-        policy_loss = -(gaussian.log_prob(actions, mean, log_std) * advantages).mean(1)
-        value_loss = (agent.value_of(obs) - targets).square().mean(1)
-        entropy = gaussian.entropy(log_std).squeeze(1)  # [G]: the same for every state
+        policy, value = agent.evaluate(obs)
+        policy_loss = -(policy.log_prob(actions) * advantages).mean(1)
+        value_loss = (value - targets).square().mean(1)
+        entropy = policy.entropy().mean(1)  # [G]; a Gaussian's is the same for every state
         stats = {"policy_loss": policy_loss.detach(), "value_loss": value_loss.detach(), "entropy": entropy.detach()}
         policy_term = policy_loss
         if s.trust_region:
-            policy_term = self.trust_region_policy_term(obs, actions, advantages, mean, stats)
+            policy_term = self.trust_region_policy_term(obs, actions, advantages, policy.mean, stats)
         loss = policy_term + s.vf_coef * value_loss - s.ent_coef * entropy
         agent.params.zero_grad_()  # in place: the parameters' .grad are views of flat.grad
         loss.sum().backward()
@@ -216,7 +215,7 @@ class A2C(ActorCriticAlgorithm):
         """One optimizer step for every run; the average policy follows (trust region)."""
         s, agent, flat = self.settings, self.agent, self.flat
         with torch.no_grad():
-            old_mean, old_log_std = agent.policy_mean(obs), agent.log_std.clone()
+            old_policy = agent.evaluate(obs)[0].frozen()
         stats = self.loss_and_gradient(obs, actions, advantages, targets)
         if s.max_grad_norm is not None:
             stats["grad_norm"] = per_run_grad_norm_clip(flat, s.max_grad_norm)
@@ -227,8 +226,9 @@ class A2C(ActorCriticAlgorithm):
             if self.average is not None:  # θ_avg ← α θ_avg + (1 − α) θ, after the step (baselines acer)
                 alpha = s.average_policy_decay
                 self.average.mul_(alpha).add_(flat.detach(), alpha=1 - alpha)
-            stats["kl"] = gaussian.kl(old_mean, old_log_std, agent.policy_mean(obs), agent.log_std).mean(1)
-            stats["log_std_mean"] = agent.log_std.mean((1, 2))
+            stats["kl"] = old_policy.kl(agent.evaluate(obs)[0]).mean(1)
+            if hasattr(agent, "log_std"):
+                stats["log_std_mean"] = agent.log_std.mean((1, 2))
         return stats
 
 

@@ -7,21 +7,33 @@ import math
 import torch
 
 from ..batched import BatchedAdam, GaussianActorCritic
+from ..convnet import CNNActorCritic
 from ..normalizer import ObsNormalizer
-from ..rollout import GroupContext, collect_batch
+from ..rollout import Batch, GroupContext, collect_atari_batch, collect_batch
 
 
 class ActorCriticAlgorithm:
     def __init__(self, ctx: GroupContext):
         cfg, envs = ctx.cfg, ctx.envs
         self.ctx = ctx
-        self.agent = GaussianActorCritic(envs.obs_dim, envs.act_dim, cfg.hidden_sizes, cfg.init, cfg.log_std_init,
-                                         ctx.init_gens)
+        if cfg.is_atari:  # frames in [0, 255] are scaled by the network; no running normalizer
+            self.agent = CNNActorCritic(cfg.network, envs.obs_shape, envs.num_actions, ctx.init_gens)
+            self.normalizer = None
+        else:
+            self.agent = GaussianActorCritic(envs.obs_dim, envs.act_dim, cfg.hidden_sizes, cfg.init,
+                                             cfg.log_std_init, ctx.init_gens)
+            self.normalizer = ObsNormalizer(ctx.num_runs, envs.obs_dim, cfg.obs_clip, cfg.obs_norm)
         self.flat = self.agent.params.flat  # every parameter of every run, [G, P]
-        self.normalizer = ObsNormalizer(ctx.num_runs, envs.obs_dim, cfg.obs_clip, cfg.obs_norm)
         self.batch_size = cfg.num_envs * cfg.horizon  # samples per run per iteration
         self.num_iterations = math.ceil(cfg.total_steps / self.batch_size)
         self.optimizers: dict[str, torch.optim.Optimizer] = {}  # saved and restored with the checkpoint
+
+    def collect(self, agent=None) -> Batch:
+        """One on-policy batch per run with ``agent`` (default: the algorithm's own)."""
+        agent = agent or self.agent
+        if self.normalizer is None:
+            return collect_atari_batch(self.ctx, agent)
+        return collect_batch(self.ctx, agent, self.normalizer)
 
     def finite(self) -> torch.Tensor:
         return self.flat.isfinite().all(1)
@@ -36,7 +48,7 @@ class ActorCriticAlgorithm:
     def state_dict(self) -> dict:
         return {"params": self.flat.detach().clone(),
                 "optimizers": {k: opt.state_dict() for k, opt in self.optimizers.items()},
-                "normalizer": [self.normalizer.state(g) for g in range(self.ctx.num_runs)],
+                "normalizer": [self.normalizer.state(g) for g in range(self.ctx.num_runs)] if self.normalizer else None,
                 "extra": self.extra_state()}
 
     def load_state_dict(self, state: dict) -> None:
@@ -44,11 +56,13 @@ class ActorCriticAlgorithm:
             self.flat.copy_(state["params"])
         for k, opt in self.optimizers.items():
             opt.load_state_dict(state["optimizers"][k])
-        self.normalizer.load_states(state["normalizer"])
+        if self.normalizer is not None:
+            self.normalizer.load_states(state["normalizer"])
         self.load_extra_state(state["extra"])
 
     def run_model(self, g: int) -> dict:
-        return {"params": self.agent.params.run_state(g), "obs_norm": self.normalizer.state(g)}
+        return {"params": self.agent.params.run_state(g),
+                "obs_norm": self.normalizer.state(g) if self.normalizer is not None else None}
 
 
 def per_run(values, fill: float) -> torch.Tensor:
@@ -141,7 +155,7 @@ class PolicyStepThenValueFit(ActorCriticAlgorithm):
     def iterate(self, iteration: int) -> dict:
         s, agent = self.settings, self.agent
         # ---- rollout and advantages; the normalizer is updated with this batch first (as baselines)
-        batch = collect_batch(self.ctx, agent, self.normalizer)
+        batch = self.collect()
         # ---- the algorithm's policy step
         stats = self.policy_step(batch)
         # ---- value fitting, apart from the policy (baselines: epochs of shuffled minibatches)

@@ -1,4 +1,5 @@
-"""PPO (Schulman et al. 2017) for continuous control, for every run of a group at once.
+"""PPO (Schulman et al. 2017), for every run of a group at once: MuJoCo (Gaussian policy, separate networks)
+and Atari (categorical policy, shared network), through the same update.
 
 One iteration, top to bottom: (1) collect a rollout and its GAE advantages (ppo/rollout.py), (2) keep
 π_old on the batch, (3) K epochs of minibatch Adam steps on the surrogate objective, (4) the full-batch
@@ -11,10 +12,9 @@ import math
 import numpy as np
 import torch
 
-from .. import gaussian
 from ..batched import BatchedAdam, per_run_grad_norm_clip
 from ..objective import adapt_beta, objective_terms
-from ..rollout import GroupContext, collect_batch
+from ..rollout import GroupContext
 from .base import ActorCriticAlgorithm, per_run
 
 
@@ -37,24 +37,26 @@ class PPO(ActorCriticAlgorithm):
         self.beta = state["beta"]
 
     def iterate(self, iteration: int) -> dict:
-        ctx, cfg, agent, flat = self.ctx, self.ctx.cfg, self.agent, self.flat
+        ctx, cfg, agent = self.ctx, self.ctx.cfg, self.agent
         G, B, M = ctx.num_runs, self.batch_size, cfg.minibatch_size
-        lr = cfg.learning_rate * (1 - iteration / self.num_iterations if cfg.lr_schedule == "linear" else 1.0)
+        alpha = 1 - iteration / self.num_iterations  # Table 5's α, annealed 1 → 0
+        lr = cfg.learning_rate * (alpha if cfg.lr_schedule == "linear" else 1.0)
+        clip_eps = self.clip_eps * (alpha if cfg.clip_schedule == "linear" else 1.0)
         self.optimizers["adam"].set_lr(lr)
 
         # ---- (1) rollout and advantages; the normalizer is updated with this batch first (as ppo1)
-        batch = collect_batch(ctx, agent, self.normalizer)
+        batch = self.collect()
 
         # ---- (2) π_old on the batch; per-sample data in one tensor, so a minibatch is a single gather
         with torch.no_grad():
-            old_mean, old_log_std = agent.policy_mean(batch.obs), agent.log_std.clone()
-            old_logp = gaussian.log_prob(batch.actions, old_mean, old_log_std)
-        d, A = batch.obs.shape[-1], batch.actions.shape[-1]
-        packed = torch.cat([batch.obs, batch.actions, old_mean, batch.advantages[..., None],
+            old_policy = agent.evaluate(batch.obs)[0].frozen()
+            old_logp = old_policy.log_prob(batch.actions)
+        packed = torch.cat([batch.actions, old_policy.params, batch.advantages[..., None],
                             batch.returns[..., None], old_logp[..., None]], -1)
-        widths = [d, A, A, 1, 1, 1]
+        widths = [batch.actions.shape[-1], old_policy.params.shape[-1], 1, 1, 1]
 
-        # ---- (3) K epochs of minibatch updates of  −L^{CLIP/KLPEN}(θ) + c1·L^VF(θ)  (no parameter sharing)
+        # ---- (3) K epochs of minibatch updates of  −L^{CLIP/KLPEN}(θ) + c1·L^VF(θ) − c2·S  (Eq. 9; shared
+        # parameters only for the Atari network, where c1 then weighs the value gradient against the policy's)
         stats = torch.zeros(6, G)  # policy loss, value loss, entropy, approx kl, clip fraction, surrogate
         n_minibatches = 0
         rows = torch.arange(G).unsqueeze(1)
@@ -62,41 +64,48 @@ class PPO(ActorCriticAlgorithm):
         for epoch in range(cfg.epochs):
             perm = torch.stack([torch.randperm(B, generator=g) for g in ctx.sample_gens])  # [G, B]
             for lo in range(0, B, M):
-                x, act, mean_old, adv, ret, logp_old = packed[rows, perm[:, lo:lo + M]].split(widths, -1)
+                index = perm[:, lo:lo + M]
+                x = batch.obs[rows, index]
+                act, params_old, adv, ret, logp_old = packed[rows, index].split(widths, -1)
                 adv, ret, logp_old = adv.squeeze(-1), ret.squeeze(-1), logp_old.squeeze(-1)
                 if cfg.adv_norm == "minibatch":
                     adv = (adv - adv.mean(1, keepdim=True)) / (adv.std(1, keepdim=True) + 1e-8)
-                mean = agent.policy_mean(x)
-                logratio = gaussian.log_prob(act, mean, agent.log_std) - logp_old
+                policy, value = agent.evaluate(x)
+                logratio = policy.log_prob(act) - logp_old
                 ratio = logratio.exp()
-                kl = gaussian.kl(mean_old, old_log_std, mean, agent.log_std)
-                entropy = gaussian.entropy(agent.log_std)  # [G, 1]: the same for every state
-                policy_loss, surr = objective_terms(ratio, adv, kl, entropy, self.clip_eps, beta, self.ent_coef)
-                value_loss = (agent.value_of(x) - ret).square().mean(1)
+                kl = old_policy.like(params_old).kl(policy)
+                entropy = policy.entropy()  # [G, M], or [G, 1] where it is the same for every state
+                policy_loss, surr = objective_terms(ratio, adv, kl, entropy, clip_eps, beta, self.ent_coef)
+                value_loss = (value - ret).square().mean(1)
                 # Summing over runs keeps them independent: d(sum)/d(run g's slice) = run g's gradient.
                 loss = policy_loss + cfg.vf_coef * value_loss
                 agent.params.zero_grad_()  # in place: the parameters' .grad are views of flat.grad
                 loss.sum().backward()
                 if cfg.max_grad_norm is not None:
-                    per_run_grad_norm_clip(flat, cfg.max_grad_norm)
+                    per_run_grad_norm_clip(self.flat, cfg.max_grad_norm)
                 self.optimizers["adam"].step()
                 with torch.no_grad():
                     stats += torch.stack([
                         policy_loss, value_loss, entropy.mean(1), ((ratio - 1) - logratio).mean(1),
-                        ((ratio - 1).abs() > self.clip_eps).float().mean(1), surr])
+                        ((ratio - 1).abs() > clip_eps).float().mean(1), surr])
                 n_minibatches += 1
         stats /= n_minibatches
 
         # ---- (4) full-batch KL of this update, and the β rule (runs without a KL target keep β)
         with torch.no_grad():
-            batch_kl = gaussian.kl(old_mean, old_log_std, agent.policy_mean(batch.obs), agent.log_std).mean(1)
+            batch_kl = old_policy.kl(agent.evaluate(batch.obs)[0]).mean(1)
         beta_used = self.beta
         self.beta = adapt_beta(self.beta, batch_kl, self.kl_target)
         clipfrac = torch.where(self.clip_eps.view(G).isfinite(), stats[4], torch.nan)
-        return {"policy_loss": stats[0], "value_loss": stats[1], "entropy": stats[2], "approx_kl": stats[3],
-                "clipfrac": clipfrac, "surrogate": stats[5], "kl": batch_kl, "beta": beta_used,
-                "explained_variance": batch.explained_variance, "learning_rate": np.full(G, lr),
-                "log_std_mean": agent.log_std.detach().mean((1, 2)), "rollout_seconds": batch.rollout_seconds}
+        out = {"policy_loss": stats[0], "value_loss": stats[1], "entropy": stats[2], "approx_kl": stats[3],
+               "clipfrac": clipfrac, "surrogate": stats[5], "kl": batch_kl, "beta": beta_used,
+               "explained_variance": batch.explained_variance, "learning_rate": np.full(G, lr),
+               "rollout_seconds": batch.rollout_seconds}
+        if cfg.clip_schedule != "constant":
+            out["clip_epsilon"] = clip_eps.view(G)
+        if hasattr(agent, "log_std"):
+            out["log_std_mean"] = agent.log_std.detach().mean((1, 2))
+        return out
 
 
 ALGORITHM = PPO

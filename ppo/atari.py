@@ -1,0 +1,260 @@
+"""Atari environments under a named protocol, and lock-step stepping of many of them.
+
+A *protocol* (``experiments/protocols/<name>.yaml``) fixes every environment setting that changes Atari
+scores (sticky actions, action set, no-op starts, frame skip, episode cap, life-loss signal, reward clipping),
+with a source for each. Task ids are the version-free ``ALE/<Game>-v5``; legacy ids whose *name* fixes some
+of those settings (``PongNoFrameskip-v4``) are refused, so a run's settings come from one place only.
+
+The environments are gymnasium's and ale-py's own: ``gym.make("ALE/<Game>-v5", frameskip=1, ...)`` then
+``AtariPreprocessing`` (no-op starts, frame skip with a max over the last two frames, resize, grayscale) and
+``FrameStackObservation``. Two protocol settings are applied by the learner, not here: the life-loss signal
+(``AtariLockstepEnvs.life_lost``) and reward clipping; the rewards and returns reported here are always raw.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import ale_py
+import gymnasium as gym
+import numpy as np
+import torch
+from ale_py.registration import rom_id_to_name
+from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
+
+from .config import EXPERIMENTS_DIR, ConfigError, _read_yaml
+
+gym.register_envs(ale_py)  # gymnasium 1.x no longer registers the ALE ids by itself
+
+GAMES = frozenset(rom_id_to_name(rom) for rom in ale_py.roms.get_all_rom_ids())  # "Pong", "MsPacman", ...
+_V5_ID = re.compile(r"^ALE/(?P<game>[A-Za-z0-9]+)-v5$")
+# Pre-gymnasium-1 naming: <Game>[-ram][NoFrameskip|Deterministic]-v<N>, e.g. PongNoFrameskip-v4, Pong-ram-v0.
+_LEGACY_ID = re.compile(r"^(?:ALE/)?(?P<game>[A-Za-z0-9]+?)(?P<ram>-ram)?(?P<skip>NoFrameskip|Deterministic)?"
+                        r"(?:-v(?P<version>\d+))?$")
+
+
+@dataclass(frozen=True)
+class AtariProtocol:
+    """Every environment setting of an Atari run. Values and their sources live in the protocol files."""
+
+    name: str
+    repeat_action_probability: float  # sticky actions: each frame repeats the previous action with this probability
+    full_action_space: bool  # all 18 joystick actions (True) or the game's minimal set (Pong: 6)
+    noop_max: int  # reset takes a uniform 1..noop_max no-op frames (0: none); drawn from the env's np_random
+    frame_skip: int  # emulator frames per agent step; with > 1 the observation is the max of the last two
+    screen_size: int  # observation frames are resized (cv2 INTER_AREA) to screen_size x screen_size
+    grayscale: bool  # ALE's grayscale palette instead of RGB
+    frame_stack: int  # the agent sees the last frame_stack observations (reset: the first one repeated)
+    max_episode_frames: int  # ALE truncates an episode after this many emulator frames (no-op starts included)
+    life_loss_signal: bool  # the learner ends the value horizon at a lost life (the game itself goes on)
+    reward_clip: bool  # the learner trains on sign(reward); recorded scores stay raw
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"name must be a non-empty string, got {self.name!r}")
+        p = self.repeat_action_probability
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p < 1:
+            raise ValueError(f"repeat_action_probability must be a number in [0, 1), got {p!r}")
+        for name in ("full_action_space", "grayscale", "life_loss_signal", "reward_clip"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        for name, low in (("noop_max", 0), ("frame_skip", 1), ("screen_size", 1), ("frame_stack", 1),
+                          ("max_episode_frames", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+SETTINGS = tuple(f.name for f in dataclasses.fields(AtariProtocol) if f.name != "name")
+
+
+def load_protocol(name: str, experiments_dir: Path = EXPERIMENTS_DIR) -> AtariProtocol:
+    """Read ``experiments/protocols/<name>.yaml``: {description, settings: {...}, sources: {setting: text}}.
+    Every setting must be given, and every setting needs a source."""
+    folder = experiments_dir / "protocols"
+    path = folder / f"{name}.yaml"
+    if not path.is_file():
+        available = sorted(p.stem for p in folder.glob("*.yaml"))
+        raise ConfigError(f"{path}: no Atari protocol {name!r}; available: {available}")
+    data = _read_yaml(path)
+    _check_fields(data, "", {"description", "settings", "sources"}, path)
+    settings, sources = data["settings"], data["sources"]
+    _check_fields(settings, "settings.", set(SETTINGS), path)
+    _check_fields(sources, "sources.", set(SETTINGS), path)
+    for key, text in sources.items():
+        if not isinstance(text, str) or not text.strip():
+            raise ConfigError(f"{path}: field sources.{key} must be a non-empty text, got {text!r}")
+    try:
+        return AtariProtocol(name=name, **settings)
+    except ValueError as err:
+        raise ConfigError(f"{path}: field settings.{err}") from None  # the message starts with the field name
+
+
+def _check_fields(data, prefix: str, fields: set[str], path: Path) -> None:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: field {prefix.rstrip('.')} must be a mapping, got {data!r}")
+    unknown = sorted(set(data) - fields)
+    if unknown:
+        raise ConfigError(f"{path}: unknown field(s) {[prefix + k for k in unknown]}; allowed: {sorted(fields)}")
+    missing = sorted(fields - set(data))
+    if missing:
+        raise ConfigError(f"{path}: missing field(s) {[prefix + k for k in missing]}")
+
+
+def is_atari(task: str) -> bool:
+    """True for ``ALE/...`` ids and for legacy Atari ids (``PongNoFrameskip-v4``), so that the latter reach
+    ``check_atari_task``'s refusal rather than MuJoCo code."""
+    if task.startswith("ALE/"):
+        return True
+    match = _LEGACY_ID.match(task)
+    return bool(match and match["game"] in GAMES)
+
+
+def check_atari_task(task: str, source: str = "task") -> None:
+    """Accept only ``ALE/<Game>-v5`` ids known to gymnasium; refuse every other Atari naming with the reason."""
+    legacy = _LEGACY_ID.match(task)
+    if legacy and legacy["ram"]:
+        raise ConfigError(f"{source}: {task!r} is a RAM-observation variant; this project learns from pixels "
+                          f"(use 'ALE/{legacy['game']}-v5')")
+    v5 = _V5_ID.match(task)
+    if v5 is None and legacy and legacy["game"] in GAMES:
+        if legacy["skip"] or (legacy["version"] and not task.startswith("ALE/")):
+            raise ConfigError(
+                f"{source}: {task!r} is a legacy id whose name fixes protocol settings (NoFrameskip: frame skip 1, "
+                f"Deterministic: 4, none: random 2-4; v0: sticky actions 0.25, v4: none) outside the protocol; "
+                f"use 'ALE/{legacy['game']}-v5' with an Atari protocol (experiments/protocols/)")
+        raise ConfigError(f"{source}: {task!r} lacks the 'ALE/' namespace or the '-v5' version; "
+                          f"use 'ALE/{legacy['game']}-v5'")
+    if v5 is None:
+        raise ConfigError(f"{source}: {task!r} is not an Atari id of the form 'ALE/<Game>-v5' (e.g. 'ALE/Pong-v5')")
+    if task not in gym.registry and v5["game"] in GAMES:
+        raise ConfigError(f"{source}: {task!r}: ale-py ships this ROM but registers no single-player v5 env for it")
+    if task not in gym.registry:
+        close = difflib.get_close_matches(v5["game"], sorted(GAMES), n=3)
+        raise ConfigError(f"{source}: unknown Atari game {v5['game']!r} (not registered by ale-py "
+                          f"{ale_py.__version__}){'; did you mean ' + str(close) if close else ''}")
+
+
+def make_atari_env(task: str, protocol: AtariProtocol) -> gym.Env:
+    """One environment as ``protocol`` defines it: observations uint8 [frame_stack, size, size], raw rewards."""
+    check_atari_task(task)
+    p = protocol
+    # frameskip=1: AtariPreprocessing does the skipping (and the max-pool, which ALE's own skip cannot).
+    env = gym.make(task, frameskip=1, repeat_action_probability=p.repeat_action_probability,
+                   full_action_space=p.full_action_space, max_num_frames_per_episode=p.max_episode_frames,
+                   disable_env_checker=True)
+    if env.spec.max_episode_steps is not None:  # a TimeLimit would cap episodes a second time, in agent steps
+        raise RuntimeError(f"{task}: gymnasium added a TimeLimit of {env.spec.max_episode_steps} steps; "
+                           "the protocol's cap is ALE's max_num_frames_per_episode")
+    env = AtariPreprocessing(env, noop_max=p.noop_max, frame_skip=p.frame_skip, screen_size=p.screen_size,
+                             terminal_on_life_loss=False, grayscale_obs=p.grayscale, scale_obs=False)
+    return FrameStackObservation(env, p.frame_stack)
+
+
+class AtariLockstepEnvs:
+    """N Atari environments stepped together with auto-reset in the same step (the Atari ``LockstepEnvs``).
+
+    Rewards, returns and lengths are raw and span the whole game (all lives). ``life_lost`` tells the learner
+    where a life ended, for protocols with a life-loss signal; the emulator is not reset there.
+    """
+
+    def __init__(self, task: str, seeds: list[int], protocol: AtariProtocol):
+        self.task, self.protocol = task, protocol
+        self.envs = [make_atari_env(task, protocol) for _ in seeds]
+        self.num_actions = int(self.envs[0].action_space.n)
+        self.obs_shape = tuple(self.envs[0].observation_space.shape)
+        n = len(seeds)
+        self.obs = np.zeros((n, *self.obs_shape), dtype=np.uint8)
+        self.lives = np.zeros(n, dtype=np.int64)
+        for i, (env, seed) in enumerate(zip(self.envs, seeds)):
+            # reset(seed) seeds both ALE's RNG (sticky actions) and the env's np_random (no-op count)
+            self.obs[i] = env.reset(seed=int(seed))[0]
+            self.lives[i] = env.unwrapped.ale.lives()
+        self.episode_return = np.zeros(n)
+        self.episode_length = np.zeros(n, dtype=np.int64)
+        self.life_lost = np.zeros(n, dtype=bool)
+
+    def step(self, actions: np.ndarray, active: np.ndarray | None = None):
+        """Step every env, or only those where the boolean mask ``active`` is true (the others keep their
+        observation, episode counters and emulator state, and report reward 0, not ended, no life lost).
+        Returns (rewards, terminated, truncated, final_obs, finished): raw rewards; ``final_obs`` maps env
+        index -> last observation of an episode that just ended; ``finished`` lists (env index, raw game
+        return, length in agent steps) of those episodes. Sets ``life_lost`` for this step."""
+        n = len(self.envs)
+        if active is not None and np.shape(active) != (n,):
+            raise ValueError(f"active must be a mask over the {n} environments, got shape {np.shape(active)}")
+        rewards = np.zeros(n)
+        terminated = np.zeros(n, dtype=bool)
+        truncated = np.zeros(n, dtype=bool)
+        self.life_lost[:] = False
+        final_obs, finished = {}, []
+        for i, env in enumerate(self.envs):
+            if active is not None and not active[i]:
+                continue
+            obs, rew, term, trunc, info = env.step(int(actions[i]))
+            rewards[i] = rew
+            self.episode_return[i] += rew
+            self.episode_length[i] += 1
+            # lives > 0: some games (Qbert) show 0 lives a few frames before game over, which then counts
+            self.life_lost[i] = term or 0 < info["lives"] < self.lives[i]
+            self.lives[i] = info["lives"]
+            if term or trunc:
+                terminated[i], truncated[i] = term, trunc and not term
+                final_obs[i] = obs
+                finished.append((i, float(self.episode_return[i]), int(self.episode_length[i])))
+                self.episode_return[i], self.episode_length[i] = 0.0, 0
+                obs, _ = env.reset()
+                self.lives[i] = env.unwrapped.ale.lives()
+            self.obs[i] = obs
+        return rewards, terminated, truncated, final_obs, finished
+
+    def state(self) -> dict:
+        """Everything needed to continue bit-identically, as tensors and plain containers (loadable with
+        ``torch.load(weights_only=True)``): each emulator's state with its RNG (sticky actions), the no-op
+        RNG, AtariPreprocessing's two max-pool frame buffers, the current observations (= the frame stacks),
+        lives and the episodes in progress."""
+        ale, rngs, pool = [], [], []
+        for env in self.envs:
+            serialized = env.unwrapped.ale.cloneState(include_rng=True).serialize()
+            ale.append(torch.from_numpy(np.frombuffer(serialized, dtype=np.uint8).copy()))
+            rngs.append(env.unwrapped.np_random.bit_generator.state)
+            pool.append(torch.from_numpy(np.stack(_preprocessing(env).obs_buffer)))
+        return {"task": self.task, "protocol": self.protocol.to_dict(), "ale": ale, "rngs": rngs, "pool": pool,
+                "obs": torch.from_numpy(self.obs.copy()), "lives": torch.from_numpy(self.lives.copy()),
+                "episode_return": torch.from_numpy(self.episode_return.copy()),
+                "episode_length": torch.from_numpy(self.episode_length.copy())}
+
+    def load_state(self, state: dict) -> None:
+        if state["task"] != self.task or state["protocol"] != self.protocol.to_dict():
+            raise ValueError(f"state of {state['task']} under protocol {state['protocol']['name']!r} cannot be "
+                             f"loaded into {self.task} under {self.protocol.name!r}")
+        if len(state["ale"]) != len(self.envs):
+            raise ValueError(f"state holds {len(state['ale'])} environments, this stepper {len(self.envs)}")
+        self.obs[:] = state["obs"].numpy()
+        for i, env in enumerate(self.envs):
+            env.unwrapped.ale.restoreState(ale_py.ALEState(state["ale"][i].numpy().tobytes()))
+            env.unwrapped.np_random.bit_generator.state = state["rngs"][i]
+            for buffer, saved in zip(_preprocessing(env).obs_buffer, state["pool"][i].numpy()):
+                buffer[:] = saved
+            # FrameStackObservation's queue is exactly the stacked observation the agent sees
+            env.obs_queue.clear()
+            env.obs_queue.extend(frame.copy() for frame in self.obs[i])
+        self.lives[:] = state["lives"].numpy()
+        self.episode_return[:] = state["episode_return"].numpy()
+        self.episode_length[:] = state["episode_length"].numpy()
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+
+
+def _preprocessing(env: gym.Env) -> AtariPreprocessing:
+    while not isinstance(env, AtariPreprocessing):
+        env = env.env
+    return env

@@ -1,0 +1,79 @@
+"""The Atari actor-critic of many independent runs: one convolutional torso shared by a policy head
+(logits over the game's actions) and a value head, as the paper's Atari experiments use (Eq. 9).
+
+Architectures (``network`` in the run config):
+  cnn_mnih2016  the network of Mnih et al. 2016 (A3C), which the PPO paper says it used: conv 16×8×8
+                stride 4, conv 32×4×4 stride 2, fully connected 256, ReLU.
+  cnn_nature    the larger network of Mnih et al. 2015 (DQN, "Nature CNN"), which openai/baselines' ppo2
+                (the first public PPO code) used: conv 32×8×8/4, 64×4×4/2, 64×3×3/1, fully connected 512.
+
+The runs' parameters live in one [G, P] buffer (ppo.batched.FlatParameters). Convolutions of all runs
+are one grouped convolution (``groups=G``: run g's filters see only run g's channels), the fully
+connected layers one ``baddbmm``, so a group costs one call per layer. Initialisation as baselines ppo2:
+orthogonal with gain √2 for the torso, 0.01 for the policy head, 1 for the value head, zero biases.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .batched import FlatParameters, init_weight
+from .categorical import Categorical
+
+# name -> (conv layers as (channels, kernel, stride), fully connected width)
+ARCHITECTURES = {
+    "cnn_mnih2016": ([(16, 8, 4), (32, 4, 2)], 256),
+    "cnn_nature": ([(32, 8, 4), (64, 4, 2), (64, 3, 1)], 512),
+}
+
+
+def conv_output_size(size: int, kernel: int, stride: int) -> int:
+    return (size - kernel) // stride + 1
+
+
+class CNNActorCritic(nn.Module):
+    def __init__(self, architecture: str, obs_shape: tuple[int, int, int], num_actions: int,
+                 gens: list[torch.Generator]):
+        super().__init__()
+        convs, fc_width = ARCHITECTURES[architecture]
+        channels, size, _ = obs_shape
+        G = len(gens)
+        tensors, self.strides = {}, []
+        for i, (out, kernel, stride) in enumerate(convs):
+            fan_in = channels * kernel * kernel
+            # One run's filters as the [fan_in, out] matrix init_weight makes, transposed to torch's layout.
+            tensors[f"conv{i}.w"] = torch.stack([
+                init_weight("orthogonal", fan_in, out, math.sqrt(2), g).T.reshape(out, channels, kernel, kernel)
+                for g in gens])
+            tensors[f"conv{i}.b"] = torch.zeros(G, out)
+            self.strides.append(stride)
+            channels, size = out, conv_output_size(size, kernel, stride)
+        flat_features = channels * size * size
+        for name, fan_in, fan_out, gain in [("fc", flat_features, fc_width, math.sqrt(2)),
+                                            ("policy", fc_width, num_actions, 0.01), ("value", fc_width, 1, 1.0)]:
+            tensors[f"{name}.w"] = torch.stack([init_weight("orthogonal", fan_in, fan_out, gain, g) for g in gens])
+            tensors[f"{name}.b"] = torch.zeros(G, 1, fan_out)
+        self.params = FlatParameters(tensors)
+        self.num_convs = len(convs)
+        self.num_runs = G
+
+    def evaluate(self, obs: torch.Tensor) -> tuple[Categorical, torch.Tensor]:
+        """uint8 frames [G, B, C, H, W] -> (π(.|s) over [G, B], V(s) [G, B])."""
+        G, B = obs.shape[:2]
+        v = self.params.views
+        # Runs side by side along channels: [B, G·C, H, W]; groups=G keeps each run's channels apart.
+        x = obs.transpose(0, 1).reshape(B, -1, *obs.shape[3:]).float() / 255.0
+        for i, stride in enumerate(self.strides):
+            w = v[f"conv{i}.w"]
+            x = F.relu(F.conv2d(x, w.reshape(-1, *w.shape[2:]), v[f"conv{i}.b"].reshape(-1), stride=stride, groups=G))
+        x = x.reshape(B, G, -1).transpose(0, 1)  # [G, B, features], run g's own channels
+        x = F.relu(torch.baddbmm(v["fc.b"], x, v["fc.w"]))
+        logits = torch.baddbmm(v["policy.b"], x, v["policy.w"])
+        value = (x * v["value.w"].transpose(1, 2)).sum(-1) + v["value.b"].squeeze(-1)
+        return Categorical(logits), value
+
+    def value_of(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.evaluate(obs)[1]
