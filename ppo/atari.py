@@ -28,6 +28,7 @@ from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
 from .config import EXPERIMENTS_DIR, ConfigError, _read_yaml
 
 gym.register_envs(ale_py)  # gymnasium 1.x no longer registers the ALE ids by itself
+ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)  # as AtariEnv does, but before the first banner
 
 GAMES = frozenset(rom_id_to_name(rom) for rom in ale_py.roms.get_all_rom_ids())  # "Pong", "MsPacman", ...
 _V5_ID = re.compile(r"^ALE/(?P<game>[A-Za-z0-9]+)-v5$")

@@ -9,6 +9,7 @@ sys.path.insert(0, str(PROJECT))
 # (which Snakemake tracks as code) stay the same on every machine.
 os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
 
+from ppo.atari import is_atari
 from ppo.config import ConfigError
 from ppo.records import unwritable
 from ppo.study import load_study
@@ -88,7 +89,22 @@ def random_score(task):
 
 def expected_seconds(study, group):
     """Rough single-core time of a training job: env steps over the simulator's speed, times ~3 for
-    learning. Only its ordering matters (longest jobs start first); unknown tasks count as the slowest."""
+    learning. Only its ordering matters (longest jobs start first); unknown tasks count as the slowest.
+    Atari runs are bound by their convolutional network, not the emulator: ~5 ms per step and run."""
+    if is_atari(group.task):
+        return ATARI_SECONDS_PER_STEP * len(group.runs) * study.total_steps
     speeds = config.get("sim_steps_per_second") or {}
     speed = speeds.get(group.task, min(speeds.values(), default=10_000))
     return 3 * len(group.runs) * study.total_steps / speed
+
+
+# PPO on one core, Mnih 2016 network, measured alone (README "How fast"); A2C is faster per step
+ATARI_SECONDS_PER_STEP = 5e-3
+
+
+def runtime_minutes(study, group):
+    """A job's time limit on a cluster: 2x the slowest measured rate (README "How fast": MuJoCo 1.0 ms per
+    step for a run alone, 0.39 ms per run and step in a group of 33; Atari 5 ms per run and step)."""
+    if is_atari(group.task):
+        return max(10, int(2 * expected_seconds(study, group) / 60))
+    return max(10, int(2 * study.total_steps * (0.63e-3 + 0.37e-3 * len(group.runs)) / 60))

@@ -25,9 +25,7 @@ for _study, _group in GROUPS:
         priority: int(expected_seconds(_study, _group))  # longest first: balances the cores
         resources:
             mem_mb=1000 + 40 * len(_group.runs),
-            # minutes: 2x the slowest measured rate (README "How fast": 1.0 ms per step for a run alone, 0.39 ms
-            # per run and step in a group of 33); a job over its time limit is killed
-            runtime=max(10, int(2 * _study.total_steps * (0.63e-3 + 0.37e-3 * len(_group.runs)) / 60)),
+            runtime=runtime_minutes(_study, _group),  # minutes; a job over its time limit is killed
         shell:
             "python -m ppo.run --study {params.study} --scale {params.scale} --threads {threads} "
             "--checkpoint-every {params.checkpoint_every} {output} > {log} 2>&1"

@@ -1,0 +1,181 @@
+"""PPO and A2C on Atari: what the learner sees of the game (clipped rewards, life loss as the end of the
+value horizon) against what is recorded (the raw full-game score); Table 5's annealing; groups; resume."""
+import dataclasses
+from pathlib import Path
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+import ppo.algorithms.base
+import ppo.rollout
+from ppo.algorithms import algorithm_class
+from ppo.atari import load_protocol
+from ppo.config import EXPERIMENTS_DIR, ConfigError, build_config, load_preset, load_variant
+from ppo.rollout import collect_atari_batch, group_context
+from ppo.study import load_study
+from ppo.train import RunSpec, env_protocol_record, train_group
+from killing import kill_then_resume
+
+PRESET = load_preset("ppo_atari_paper")
+
+
+def config(**changes):
+    return build_config({**PRESET.config, **changes}, "test")
+
+
+# 2 actors × 32 steps, one minibatch of 64 per epoch: 4 iterations in 256 steps
+TINY = config(total_steps=256, num_envs=2, horizon=32, minibatch_size=32, epochs=2)
+
+
+class Recorder:
+    """Wraps the group's environments: keeps every raw reward and life loss, forwards the rest."""
+
+    def __init__(self, envs):
+        self.envs, self.raw, self.lives_lost, self.ends = envs, [], [], []
+
+    def __getattr__(self, name):
+        return getattr(self.envs, name)
+
+    def step(self, actions):
+        out = self.envs.step(actions)
+        self.raw.append(out[0].copy())
+        self.lives_lost.append(self.envs.life_lost.copy())
+        self.ends.append(out[1] | out[2])
+        return out
+
+
+def rollout_seen_by_learner(monkeypatch, protocol_name, steps=300, **protocol_changes):
+    """Run one rollout on Space Invaders (rewards 5-30 per invader, 3 lives) and capture the rewards and
+    terminal flags GAE receives."""
+    cfg = config(num_envs=2, horizon=steps, minibatch_size=steps, env_protocol=protocol_name)
+    ctx = group_context("ALE/SpaceInvaders-v5", [cfg], [3])
+    if protocol_changes:
+        ctx.envs.protocol = dataclasses.replace(ctx.envs.protocol, **protocol_changes)
+    recorder = Recorder(ctx.envs)
+    ctx.envs = recorder
+    seen = {}
+    real_gae = ppo.rollout.gae
+
+    def spy(rewards, values, next_values, terminated, episode_end, gamma, lam):
+        seen.update(rewards=rewards.copy(), terminated=terminated.copy(), episode_end=episode_end.copy())
+        return real_gae(rewards, values, next_values, terminated, episode_end, gamma, lam)
+
+    monkeypatch.setattr(ppo.rollout, "gae", spy)
+    agent = algorithm_class("ppo")(ctx).agent
+    collect_atari_batch(ctx, agent)
+    return ctx, recorder, seen
+
+
+def test_learner_trains_on_clipped_rewards_and_lives(monkeypatch):
+    ctx, rec, seen = rollout_seen_by_learner(monkeypatch, "paper2017")
+    raw, lost = np.array(rec.raw), np.array(rec.lives_lost)
+    assert raw.max() >= 5, "random play should shoot some invaders (5+ points)"
+    np.testing.assert_array_equal(seen["rewards"], np.sign(raw))
+    assert lost.any(), "random play should lose a life in 300 steps"
+    # a lost life ends the value horizon (no bootstrap, no λ-chain across it) although the game goes on
+    assert np.all(seen["terminated"][lost] == 1) and np.all(seen["episode_end"][lost] == 1)
+    assert not np.array(rec.ends)[lost].all(), "some life losses should not be the end of the game"
+    # the recorded return is the raw score of the whole game so far, over all lives
+    for i in range(2):
+        since_reset = raw[:, i] if not np.array(rec.ends)[:, i].any() else None
+        if since_reset is not None:
+            assert ctx.envs.episode_return[i] == since_reset.sum()
+
+
+def test_without_clipping_or_life_signal_the_learner_sees_the_raw_game(monkeypatch):
+    _, rec, seen = rollout_seen_by_learner(monkeypatch, "machado2018", reward_clip=False)
+    raw, lost, ends = np.array(rec.raw), np.array(rec.lives_lost), np.array(rec.ends)
+    np.testing.assert_array_equal(seen["rewards"], raw)
+    assert np.array_equal(seen["episode_end"].astype(bool), ends)  # only the game's own ends
+
+
+def test_table5_annealing_and_records():
+    """lr and ε both scale with α = 1 − i/n (Table 5); ε's current value is recorded per update."""
+    (result,) = train_group([RunSpec("a", "ALE/Pong-v5", TINY, 0)], log=lambda _: None)
+    u = result.updates
+    alpha = 1 - np.arange(4) / 4
+    np.testing.assert_allclose(u["learning_rate"], 2.5e-4 * alpha)
+    np.testing.assert_allclose(u["clip_epsilon"], 0.1 * alpha, rtol=1e-6)
+    assert u[["policy_loss", "value_loss", "entropy", "kl"]].notna().all().all()
+    assert u["entropy"].iloc[0] == pytest.approx(np.log(6), abs=1e-3)  # near-uniform start over Pong's 6 actions
+
+
+def test_manifest_records_every_protocol_setting():
+    record = env_protocol_record("ALE/Pong-v5", TINY)
+    protocol = load_protocol("paper2017").to_dict()
+    assert {k: record[k] for k in protocol} == protocol
+    assert record["protocol"] == "paper2017" and record["id"] == "ALE/Pong-v5"
+
+
+def test_resume_after_kill_gives_identical_records(tmp_path, monkeypatch):
+    specs = [RunSpec("a", "ALE/Pong-v5", TINY, 0), RunSpec("b", "ALE/Pong-v5", TINY, 1)]
+    uninterrupted = train_group(specs, log=lambda _: None)
+    resumed = kill_then_resume(monkeypatch, train_group, specs, tmp_path / "group.ckpt",
+                               ppo.algorithms.base, "collect_atari_batch", 3)
+    for r1, r2 in zip(uninterrupted, resumed):
+        pd.testing.assert_frame_equal(r1.episodes, r2.episodes, check_exact=True)
+        pd.testing.assert_frame_equal(r1.updates, r2.updates, check_exact=True)
+
+
+def test_a2c_runs_on_the_shared_network():
+    cfg = load_variant("atari_a2c", total_steps=160).config
+    (result,) = train_group([RunSpec("a", "ALE/Breakout-v5", cfg, 0)], log=lambda _: None)
+    assert result.status == "completed" and len(result.updates) == 2  # 16 actors × 5 steps per update
+    assert result.updates["entropy"].iloc[0] == pytest.approx(np.log(4), abs=1e-3)
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"env_protocol": None}, "env_protocol is required"),
+    ({"network": "mlp"}, "refused with network 'mlp'"),
+    ({"network": "resnet"}, "network must be one of"),
+    ({"clip_schedule": "cosine"}, "clip_schedule must be one of"),
+    ({"algorithm": "trpo", "trpo": {}}, "no convolutional"),
+])
+def test_bad_atari_settings_are_refused(changes, message):
+    data = {**PRESET.config, **changes}
+    if "algorithm" in changes:
+        data = {k: v for k, v in data.items() if k not in ("epochs", "minibatch_size", "learning_rate", "lr_schedule",
+                                                           "adam_eps", "vf_coef", "max_grad_norm", "objective",
+                                                           "clip_schedule")}
+    with pytest.raises(ConfigError, match=message):
+        build_config(data, "test")
+
+
+def test_mujoco_settings_keep_their_digest():
+    """Fields added for Atari, at their defaults, stay out of a MuJoCo run's settings (and digest)."""
+    cfg = load_variant("clip_0.2").config
+    assert not {"network", "env_protocol", "clip_schedule"} & set(cfg.to_dict())
+    assert "hidden_sizes" not in TINY.to_dict() and TINY.to_dict()["network"] == "cnn_mnih2016"
+
+
+def test_study_plans_49_games_and_refuses_mixing(tmp_path):
+    study = load_study("atari", "paper")
+    assert len(study.tasks) == 49 and len(study.runs()) == 49 * 2 * 3
+    assert {g.group_id for g in study.groups() if g.task == "ALE/Pong-v5"} == {"Pong-ppo-0", "Pong-a2c-0"}
+    experiments = tmp_path / "experiments"
+    shutil.copytree(EXPERIMENTS_DIR, experiments)
+    text = (experiments / "studies/atari.yaml").read_text()
+    (experiments / "studies/atari.yaml").write_text(text.replace("[ALE/Pong-v5]", "[Hopper-v5]"))
+    with pytest.raises(ConfigError, match=r"atari.yaml: field scales.smoke.tasks: 'Hopper-v5' cannot be trained "
+                                          r"by variant atari_ppo .*an Atari configuration"):
+        load_study("atari", "smoke", experiments_dir=experiments)
+    (experiments / "studies/atari.yaml").write_text(text.replace("[ALE/Pong-v5]", "[PongNoFrameskip-v4]"))
+    with pytest.raises(ConfigError, match="legacy id whose name fixes protocol settings"):
+        load_study("atari", "smoke", experiments_dir=experiments)
+
+
+def test_run_folders_of_a_namespaced_task():
+    """ALE/Pong-v5 holds a slash: its runs live two folders deep, and the job still finds them."""
+    from ppo.run import checkpoint_path, resolve_run
+
+    study = load_study("atari", "smoke")
+    folder = Path("results/atari/smoke/runs/ALE/Pong-v5/atari_ppo/seed0")
+    run = resolve_run(study, folder)
+    assert (run.task, run.variant.name, run.seed) == ("ALE/Pong-v5", "atari_ppo", 0)
+    checkpoint = checkpoint_path(study, [folder])
+    assert checkpoint.parent == Path("results/atari/smoke/checkpoints") and checkpoint.name.startswith("ALE_Pong-v5-")
+    with pytest.raises(ConfigError, match="not a run of study atari"):
+        resolve_run(study, Path("results/atari/smoke/runs/ALE/Breakout-v5/atari_ppo/seed0"))
