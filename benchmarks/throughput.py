@@ -4,10 +4,12 @@
     python benchmarks/throughput.py --task Hopper-v5 --groups 1 11 33 --steps 8192 --repeats 3 \
         --sb3 --out results/benchmarks/throughput_Hopper-v5.csv
     python benchmarks/throughput.py --task Hopper-v5 --groups 1 --variants clip_0.2 a2c trpo cem
+    python benchmarks/throughput.py --task ALE/Breakout-v5 --groups 1 --steps 8192 --variants atari_ppo atari_a2c
 
 
 For one task it measures, each `--repeats` times (median reported):
-  raw      gymnasium env stepped with presampled random actions (same construction as training)
+  raw      gymnasium env stepped with presampled random actions (same construction as training; for an
+           Atari task the 8 environments of ppo.atari.AtariLockstepEnvs under the paper2017 protocol)
   ours-N   PPO paper preset, a group of N runs in one process, each run `--steps` env steps
            (with --variants: each variant file's algorithm and settings, e.g. `trpo-N`, side by side)
   sb3      Stable-Baselines3 PPO with the paper's hyperparameters (optional: pip install '.[bench]')
@@ -26,11 +28,14 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ppo.atari import AtariLockstepEnvs, is_atari, load_protocol
 from ppo.config import build_config, load_preset, load_variant
 from ppo.train import RunSpec, train_group
 
 
 def raw_steps_per_second(task: str, steps: int) -> float:
+    if is_atari(task):
+        return raw_atari_steps_per_second(task, steps)
     env = gym.make(task, disable_env_checker=True)
     env.reset(seed=0)
     env.action_space.seed(0)
@@ -41,6 +46,18 @@ def raw_steps_per_second(task: str, steps: int) -> float:
         if terminated or truncated:
             env.reset()
     return steps / (time.perf_counter() - start)
+
+
+def raw_atari_steps_per_second(task: str, steps: int, num_envs: int = 8) -> float:
+    """Agent steps/s (4 frames each) of the lock-step environments the Atari runs train on."""
+    envs = AtariLockstepEnvs(task, list(range(num_envs)), load_protocol("paper2017"))
+    actions = np.random.default_rng(0).integers(envs.num_actions, size=(steps // num_envs, num_envs))
+    start = time.perf_counter()
+    for row in actions:
+        envs.step(row)
+    elapsed = time.perf_counter() - start
+    envs.close()
+    return actions.size / elapsed
 
 
 def ours_steps_per_second(task: str, n_runs: int, steps: int, variant: str | None = None) -> float:

@@ -83,6 +83,50 @@ class A2CSettings:
 
 
 @dataclass(frozen=True)
+class ACERSettings:
+    """Actor-critic with experience replay (Wang et al. 2016) for discrete actions: per iteration one on-policy
+    step on the fresh segment, then Poisson(replay_ratio) steps on segments replayed from each run's buffer
+    (ppo/algorithms/acer.py). Buffer sizes count agent steps per actor, as baselines acer's Buffer does."""
+
+    learning_rate: float = 7e-4
+    lr_schedule: str = "constant"  # "constant" | "linear"
+    lr_decay_steps: int | None = None  # env steps over which "linear" reaches 0 (None: total_steps)
+    rmsprop_alpha: float = 0.99  # RMSprop's decay of the squared-gradient average
+    optimizer_eps: float = 1e-5
+    q_coef: float = 0.5  # weight of the Q loss ½(Q_ret − Q(s, a))²
+    ent_coef: float = 0.01
+    max_grad_norm: float | None = 10.0  # per-run global gradient-norm clip; None = off
+    buffer_size: int = 50_000  # replay capacity in agent steps per actor (kept as whole horizon-long segments)
+    replay_ratio: float = 4.0  # replay steps per on-policy step: Poisson with this mean; 0 = on-policy only
+    replay_start: int = 10_000  # replay once every actor holds this many steps
+    truncation_c: float = 10.0  # c: importance weights truncated at min(c, ρ), bias correction beyond
+    trust_region: bool = True  # efficient trust region w.r.t. the average policy (Sec. 3.3)
+    trust_region_delta: float = 1.0  # δ: bound on the linearised KL to the average policy
+    average_policy_decay: float = 0.99  # α: θ_avg ← α θ_avg + (1 − α) θ after every step
+
+    def __post_init__(self) -> None:
+        _check_positive(self, "learning_rate", "optimizer_eps", "buffer_size", "truncation_c", "trust_region_delta")
+        _check_choice(self, lr_schedule=("constant", "linear"))
+        _check_fraction(self, "rmsprop_alpha", "average_policy_decay")
+        for name in ("q_coef", "ent_coef", "replay_ratio", "replay_start"):
+            value = getattr(self, name)
+            if not (value >= 0 and math.isfinite(value)):
+                raise ValueError(f"{name} must be a finite number >= 0, got {value}")
+        for name in ("buffer_size", "replay_start"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ValueError(f"{name} must be an integer, got {value!r}")
+        if self.replay_start > self.buffer_size:
+            raise ValueError(f"replay_start {self.replay_start} exceeds buffer_size {self.buffer_size}: replay "
+                             "would never start")
+        if self.max_grad_norm is not None and not self.max_grad_norm > 0:
+            raise ValueError(f"max_grad_norm must be > 0 or null, got {self.max_grad_norm}")
+        steps = self.lr_decay_steps
+        if steps is not None and (not isinstance(steps, int) or isinstance(steps, bool) or steps <= 0):
+            raise ValueError(f"lr_decay_steps must be a positive integer or null, got {steps!r}")
+
+
+@dataclass(frozen=True)
 class TRPOSettings:
     """Trust region policy optimization (Schulman et al. 2015), value function fitted separately."""
 
@@ -184,7 +228,8 @@ def _check_choice(obj, **allowed: tuple) -> None:
 
 
 # algorithm -> its settings record (the config section of the same name); PPO's live at top level.
-ALGORITHM_SETTINGS = {"a2c": A2CSettings, "trpo": TRPOSettings, "vpg": VPGSettings, "cem": CEMSettings}
+ALGORITHM_SETTINGS = {"a2c": A2CSettings, "acer": ACERSettings, "trpo": TRPOSettings, "vpg": VPGSettings,
+                      "cem": CEMSettings}
 ALGORITHMS = ("ppo", *ALGORITHM_SETTINGS)
 # Top-level fields only PPO reads; the baselines' own values are in their sections.
 NETWORKS = ("mlp", "cnn_mnih2016", "cnn_nature")
@@ -201,7 +246,7 @@ class PPOConfig:
     """Everything that defines a run except its task and seed: PPO's settings at top level, shared ones
     (budget, rollout, network, observation handling) too, and a baseline's own in its section."""
 
-    algorithm: str = "ppo"  # "ppo" | "a2c" | "trpo" | "vpg" | "cem"
+    algorithm: str = "ppo"  # "ppo" | "a2c" | "acer" | "trpo" | "vpg" | "cem"
     total_steps: int = 1_000_000  # environment steps per run
     num_envs: int = 1  # actors per run
     horizon: int = 2048  # T: steps per actor per update
@@ -229,6 +274,7 @@ class PPOConfig:
     clip_schedule: str = "constant"  # "constant" | "linear" (ε·α, α annealed 1 → 0 like the lr)
     objective: Objective = field(default_factory=Objective)
     a2c: A2CSettings | None = None
+    acer: ACERSettings | None = None
     trpo: TRPOSettings | None = None
     vpg: VPGSettings | None = None
     cem: CEMSettings | None = None
@@ -272,8 +318,11 @@ class PPOConfig:
         if (self.network == "mlp") != (self.env_protocol is None):
             raise ValueError("env_protocol is required with a convolutional network (Atari) and refused with "
                              f"network 'mlp' (MuJoCo); got network {self.network!r}, env_protocol {self.env_protocol!r}")
-        if self.network != "mlp" and self.algorithm not in ("ppo", "a2c"):
-            raise ValueError(f"algorithm {self.algorithm} has no convolutional (Atari) version; use ppo or a2c")
+        if self.network != "mlp" and self.algorithm not in ("ppo", "a2c", "acer"):
+            raise ValueError(f"algorithm {self.algorithm} has no convolutional (Atari) version; use ppo, a2c or acer")
+        if self.network == "mlp" and self.algorithm == "acer":
+            raise ValueError("algorithm acer is implemented for discrete actions on Atari only (a convolutional "
+                             "network), not with network 'mlp'")
         if self.network != "mlp" and self.algorithm == "a2c" and (self.a2c.trust_region or self.a2c.return_norm):
             raise ValueError("a2c.trust_region and a2c.return_norm are implemented for MuJoCo (network 'mlp') only")
         if self.algorithm == "ppo" and (self.num_envs * self.horizon) % self.minibatch_size:

@@ -11,6 +11,9 @@ The runs' parameters live in one [G, P] buffer (ppo.batched.FlatParameters). Con
 are one grouped convolution (``groups=G``: run g's filters see only run g's channels), the fully
 connected layers one ``baddbmm``, so a group costs one call per layer. Initialisation as baselines ppo2:
 orthogonal with gain √2 for the torso, 0.01 for the policy head, 1 for the value head, zero biases.
+
+``value_outputs``: 1 (default) gives the state value V(s) of PPO and A2C; ACER asks for one output per action,
+a Q head ``q`` (Q(s, ·), gain 1 like baselines acer's ``linear(h, 'q', nact)``) in place of the value head.
 """
 from __future__ import annotations
 
@@ -36,7 +39,7 @@ def conv_output_size(size: int, kernel: int, stride: int) -> int:
 
 class CNNActorCritic(nn.Module):
     def __init__(self, architecture: str, obs_shape: tuple[int, int, int], num_actions: int,
-                 gens: list[torch.Generator]):
+                 gens: list[torch.Generator], value_outputs: int = 1):
         super().__init__()
         convs, fc_width = ARCHITECTURES[architecture]
         channels, size, _ = obs_shape
@@ -52,8 +55,10 @@ class CNNActorCritic(nn.Module):
             self.strides.append(stride)
             channels, size = out, conv_output_size(size, kernel, stride)
         flat_features = channels * size * size
+        self.value_head = "value" if value_outputs == 1 else "q"
         for name, fan_in, fan_out, gain in [("fc", flat_features, fc_width, math.sqrt(2)),
-                                            ("policy", fc_width, num_actions, 0.01), ("value", fc_width, 1, 1.0)]:
+                                            ("policy", fc_width, num_actions, 0.01),
+                                            (self.value_head, fc_width, value_outputs, 1.0)]:
             tensors[f"{name}.w"] = torch.stack([init_weight("orthogonal", fan_in, fan_out, gain, g) for g in gens])
             tensors[f"{name}.b"] = torch.zeros(G, 1, fan_out)
         self.params = FlatParameters(tensors)
@@ -61,19 +66,32 @@ class CNNActorCritic(nn.Module):
         self.num_runs = G
 
     def evaluate(self, obs: torch.Tensor) -> tuple[Categorical, torch.Tensor]:
-        """uint8 frames [G, B, C, H, W] -> (π(.|s) over [G, B], V(s) [G, B])."""
+        """uint8 frames [G, B, C, H, W] -> (π(.|s) over [G, B], V(s) [G, B]); with a Q head, Q(s, ·) [G, B, A]."""
         G, B = obs.shape[:2]
         v = self.params.views
         # Runs side by side along channels: [B, G·C, H, W]; groups=G keeps each run's channels apart.
-        x = obs.transpose(0, 1).reshape(B, -1, *obs.shape[3:]).float() / 255.0
+        # Channels-last memory makes the minibatch convolutions (oneDNN) 2x faster here, forward and backward
+        # (measured: 143 vs 287 ms for 256 frames); for the rollout's few frames it costs more than it saves.
+        # The 1/255 pixel scale is folded into the first layer's weights: one pass less over the frames.
+        x = obs.transpose(0, 1).reshape(B, -1, *obs.shape[3:]).float()
+        if B >= 64:
+            x = x.contiguous(memory_format=torch.channels_last)
         for i, stride in enumerate(self.strides):
-            w = v[f"conv{i}.w"]
-            x = F.relu(F.conv2d(x, w.reshape(-1, *w.shape[2:]), v[f"conv{i}.b"].reshape(-1), stride=stride, groups=G))
+            w = v[f"conv{i}.w"].reshape(-1, *v[f"conv{i}.w"].shape[2:])
+            if i == 0:
+                w = w * (1 / 255.0)
+            x = F.relu(F.conv2d(x, w, v[f"conv{i}.b"].reshape(-1), stride=stride, groups=G))
         x = x.reshape(B, G, -1).transpose(0, 1)  # [G, B, features], run g's own channels
         x = F.relu(torch.baddbmm(v["fc.b"], x, v["fc.w"]))
         logits = torch.baddbmm(v["policy.b"], x, v["policy.w"])
+        if self.value_head == "q":
+            return Categorical(logits), torch.baddbmm(v["q.b"], x, v["q.w"])
         value = (x * v["value.w"].transpose(1, 2)).sum(-1) + v["value.b"].squeeze(-1)
         return Categorical(logits), value
 
     def value_of(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.evaluate(obs)[1]
+        """V(s) [G, B]; with a Q head, V(s) = Σ_a π(a|s) Q(s, a)."""
+        policy, value = self.evaluate(obs)
+        if self.value_head == "q":
+            return (policy.logits.exp() * value).sum(-1)
+        return value

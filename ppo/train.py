@@ -65,6 +65,7 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
     G, E = len(specs), cfg.num_envs
 
     # ---- set-up: per-run seeds and environments; the algorithm builds its networks from the context
+    code = records.git_state()  # at the start: the code that ran, even if the tree changes during training
     ctx = group_context(task, [s.config for s in specs], [s.seed for s in specs])
     seeds, start = ctx.seeds, ctx.log.start
     algo = algorithm_class(cfg.algorithm)(ctx)
@@ -151,7 +152,7 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
         result = RunResult(spec, ep, pd.DataFrame(update_rows[g]), timing, status, *diverged[g], seeds[g])
         if spec.out_dir is not None:
             write_run(result, algo.run_model(g), group=[s.run_id for s in specs],
-                      wall_seconds=time.perf_counter() - start)
+                      wall_seconds=time.perf_counter() - start, git=code)
         results.append(result)
     if checkpoint is not None:
         Path(checkpoint).unlink(missing_ok=True)  # every record is written; nothing left to resume
@@ -193,7 +194,7 @@ def env_protocol_record(task: str, config: PPOConfig) -> dict:
             "time_limit_handling": config.time_limit, "action_clip": config.action_clip}
 
 
-def write_run(result: RunResult, model: dict, group: list[str], wall_seconds: float) -> None:
+def write_run(result: RunResult, model: dict, group: list[str], wall_seconds: float, git: dict) -> None:
     """Parquet tables, final model and normalizer, then the manifest (last: its presence means complete)."""
     spec, out = result.spec, Path(result.spec.out_dir)
     records.write_parquet(result.episodes, out / "episodes.parquet")
@@ -207,7 +208,7 @@ def write_run(result: RunResult, model: dict, group: list[str], wall_seconds: fl
         "total_steps": spec.config.total_steps, "config": spec.config.to_dict(),
         "n_episodes": len(result.episodes), "group": group, "wall_seconds": wall_seconds,
         "torch_threads": torch.get_num_threads(), "packages": records.package_versions(),
-        "git": records.git_state(), "host": records.host_info(),
+        "git": git, "host": records.host_info(),
         "env_protocol": env_protocol_record(spec.task, spec.config),
         **spec.meta,
     }

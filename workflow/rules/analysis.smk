@@ -8,6 +8,8 @@ TABLE1_FILES = ("table1.csv", "table1.md", "table1_per_task.csv", "curves_steps.
                 "performance_profile.png", "sample_efficiency.png")
 FIGURE3_FILES = ("figure3_curves.png", "figure3_final_scores.csv", "figure3_final_scores.md",
                  "figure3_aggregate.csv", "figure3_throughput.csv")
+ATARI_FILES = ("atari_table6.csv", "atari_table6.md", "atari_table2.csv", "atari_table2.md", "atari_aggregate.csv",
+               "atari_aggregate.md", "atari_curves.png", "atari_references.csv", "atari_references.md")
 
 
 def anchor_stem(study):
@@ -21,7 +23,7 @@ def report_params(study):
 
 for _study in STUDIES:
     _out, _cat = report_dir(_study), category(_study)
-    REPORT_FILES += [f"{_out}/deviations.csv", f"{_out}/random_scores.csv"]
+    REPORT_FILES += [f"{_out}/deviations.csv"]
 
     rule:
         name:
@@ -39,15 +41,19 @@ for _study in STUDIES:
             "python workflow/scripts/deviations.py --study {params.study} --scale {params.scale} "
             "--seeds {params.seeds} --out {output[0]} > {log} 2>&1"
 
-    rule:
-        name:
-            f"random_scores_{_study.name}"
-        input:
-            [random_score(t) for t in _study.tasks],
-        output:
-            report(f"{_out}/random_scores.csv", caption="../report/random_scores.rst", category=_cat),
-        shell:
-            "python workflow/scripts/random_scores.py {output} {input}"
+    # Our random policy is the zero point of the MuJoCo studies only: Atari uses the published random scores.
+    if _study.report != "atari":
+        REPORT_FILES += [f"{_out}/random_scores.csv"]
+
+        rule:
+            name:
+                f"random_scores_{_study.name}"
+            input:
+                [random_score(t) for t in _study.tasks],
+            output:
+                report(f"{_out}/random_scores.csv", caption="../report/random_scores.rst", category=_cat),
+            shell:
+                "python workflow/scripts/random_scores.py {output} {input}"
 
     if _study.report == "table1":
         _anchor = anchor_stem(_study)
@@ -110,3 +116,31 @@ for _study in STUDIES:
                 "python workflow/scripts/figure3_report.py --runs {params.runs_dir} --manifests {input.manifests} "
                 "--random {input.random} --reference-dir reference --out-dir {params.report_dir} --budget-note {params.budget:q} "
                 "--variant {params.anchor} --n-resamples {params.n_resamples} --seed {params.seed} > {log} 2>&1"
+
+    elif _study.report == "atari":
+        REPORT_FILES += [f"{_out}/{name}" for name in ATARI_FILES]
+
+        rule:
+            name:
+                f"atari_report_{_study.name}"
+            input:
+                runs=run_outputs(_study, _study.runs()),
+                manifests=manifests(_study),
+            output:
+                table6=report(f"{_out}/atari_table6.csv", caption="../report/atari_table6.rst", category=_cat),
+                table6_md=f"{_out}/atari_table6.md",
+                table2=report(f"{_out}/atari_table2.csv", caption="../report/atari_table2.rst", category=_cat),
+                table2_md=f"{_out}/atari_table2.md",
+                aggregate=report(f"{_out}/atari_aggregate.csv", caption="../report/atari_aggregate.rst", category=_cat),
+                aggregate_md=f"{_out}/atari_aggregate.md",
+                curves=report(f"{_out}/atari_curves.png", caption="../report/atari_curves.rst", category=_cat),
+                references=report(f"{_out}/atari_references.csv", caption="../report/atari_references.rst", category=_cat),
+                references_md=f"{_out}/atari_references.md",
+            params:
+                **report_params(_study),
+            log:
+                f"{log_dir(_study)}/atari_report.log",
+            shell:
+                "python workflow/scripts/atari_report.py --runs {params.runs_dir} --manifests {input.manifests} "
+                "--reference-dir reference --out-dir {params.report_dir} --budget-note {params.budget:q} "
+                "--n-resamples {params.n_resamples} --seed {params.seed} > {log} 2>&1"

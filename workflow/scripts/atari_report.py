@@ -1,0 +1,230 @@
+#!/usr/bin/env python
+"""Build the Atari report: the paper's Table 6 and Table 2 (Sec 6.4) from our runs, beside the paper.
+
+Usage (from the repository root, or from a Snakemake ``shell:`` rule):
+
+    python workflow/scripts/atari_report.py --runs results/atari/<scale>/runs \
+        --reference-dir reference --out-dir results/atari/<scale>/report \
+        --budget-note "REDUCED BUDGET: 2 games, 40,960 agent steps per run"
+
+Writes into --out-dir (every file carries the budget line: markdown notes, a ``budget`` CSV column, the
+figure's title):
+  atari_table6.csv/.md      final score (mean of the last 100 training episodes) per game and algorithm,
+                            mean over seeds with a 95% bootstrap interval, frames trained, the paper's value;
+  atari_table2.csv/.md      games won per algorithm and metric (all of training; last 100 episodes), ties,
+                            beside the paper's counts;
+  atari_aggregate.csv/.md   human-normalised score per algorithm: IQM, median, mean, optimality gap with 95%
+                            stratified bootstrap intervals, and the same statistics of the paper's Table 6;
+  atari_curves.png          raw score against emulator frames, one panel per game (--games, default the
+                            first 6), one line per algorithm;
+  atari_references.csv/.md  our Table 6 rows beside reference/atari_reference_scores.csv rows of the same
+                            game and algorithm.
+Random and human scores come from reference/atari_random_human.csv (--human-table picks one of its two
+tables). Every interval uses --n-resamples and --seed, so the report is reproducible.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from analysis.atari import (  # noqa: E402
+    ALGORITHMS,
+    DEFAULT_HUMAN_TABLE,
+    HUMAN_TABLES,
+    PAPER,
+    WINDOW,
+    aggregate_table,
+    attach_env_protocol,
+    budget_line,
+    check_runs,
+    default_games,
+    human_normalized,
+    human_table_source,
+    learning_curves_frames,
+    load_atari_references,
+    load_random_human,
+    load_table2,
+    load_table6,
+    plot_atari_curves,
+    reference_table,
+    run_scores,
+    table6,
+    win_counts,
+)
+from analysis.io import RunDataError, load_study  # noqa: E402
+from analysis.report_tables import to_markdown, write_table  # noqa: E402
+
+UPDATE_COLUMNS = ("update", "global_step")  # common to every algorithm's updates.parquet
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Command-line options; see the module docstring for an example."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--runs", required=True, type=Path, help="results/atari/<scale>/runs")
+    p.add_argument("--manifests", nargs="+", type=Path, default=None,
+                   help="only these runs (their manifest.json files); default: every manifest.json under --runs")
+    p.add_argument("--reference-dir", required=True, type=Path,
+                   help="folder with ppo2017_table6_atari.csv, ppo2017_table2_atari_wins.csv, "
+                        "atari_random_human.csv, atari_reference_scores.csv")
+    p.add_argument("--out-dir", required=True, type=Path)
+    p.add_argument("--budget-note", action="append", default=[],
+                   help="budget or other difference from the paper (repeatable); printed on every output")
+    p.add_argument("--human-table", default=DEFAULT_HUMAN_TABLE, choices=sorted(HUMAN_TABLES),
+                   help="which random/human table of atari_random_human.csv normalises the scores")
+    p.add_argument("--games", nargs="+", default=None, help="games of the curves (default: the first 6 by name)")
+    p.add_argument("--window", type=int, default=WINDOW, help="episodes in the final score (paper: 100)")
+    p.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap resamples")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--curve-points", type=int, default=100)
+    p.add_argument("--curve-smooth", type=int, default=10, help="episodes averaged per curve point")
+    return p.parse_args(argv)
+
+
+SCORE_NOTE = (
+    "Scores are raw game scores: episode_return summed over all lives, never the clipped training reward. "
+    "Score (2) = mean of a run's last 100 training episodes (fewer when it finished fewer: min_last_episodes); "
+    "per game the mean over seeds with a 95% percentile bootstrap interval over seeds (none with one seed). "
+    "frames = the most agent steps any seed trained (last global_step of updates.parquet) x the frame skip "
+    "in its manifest's env_protocol; paper_frames is the paper's budget. A diverged run (n_diverged) is "
+    "scored on the episodes it finished; a run with no finished episode has no score (n_unscored)."
+)
+WINS_NOTE = (
+    "Table 2 of the paper: per game the algorithm with the highest mean over seeds wins; an exact tie of the "
+    "highest means counts as a tie. Metric (1): mean return over all training episodes; (2): mean of the last "
+    "100. A game counts only when every algorithm present has a scored run on it (skipped_games lists the rest)."
+)
+AGGREGATE_NOTE = (
+    "Human-normalised score per run = (score (2) - random) / (human - random). Aggregates after Agarwal et al. "
+    "2021 (rliable): IQM = 25% trimmed mean of all runs x games, median = median over games of per-game means, "
+    "mean over all runs, optimality gap = mean of max(0, 1 - score); 95% percentile bootstrap intervals, runs "
+    "resampled within each game. 'paper Table 6' rows apply the same statistics to the paper's per-game means "
+    "(3 seeds already averaged, so one value per game and no interval): close to, not the same as, ours."
+)
+REFERENCE_NOTE = (
+    "Every row of reference/atari_reference_scores.csv for the same game whose algo starts with the algorithm's "
+    "name (ppo includes ppo2 and ppo2_mpi). ref_metric is read from each row's note: only 'last-100 training "
+    "episodes' is our metric; single-run final-agent evaluations and 'final reward, window not stated' are not "
+    "directly comparable. EnvPool *-v5 and gym NoFrameskip-v4 ids use other environment settings than ours."
+)
+
+
+def find_manifests(runs: Path) -> list[Path]:
+    """Every run's manifest.json under ``runs`` (Atari tasks hold a '/', so runs sit one level deeper than
+    analysis.io.find_run_dirs looks)."""
+    if not runs.is_dir():
+        raise RunDataError(f"runs directory does not exist: {runs}")
+    found = sorted(runs.rglob("manifest.json"))
+    if not found:
+        raise RunDataError(f"no run (manifest.json) under {runs}")
+    return found
+
+
+def paper_protocol(reference_dir: Path) -> dict:
+    """The paper's Atari budget from ppo2017_hyperparameters.csv, falling back to analysis.atari.PAPER."""
+    path = reference_dir / "ppo2017_hyperparameters.csv"
+    if not path.is_file():
+        return dict(PAPER)
+    table = pd.read_csv(path, dtype=str, keep_default_na=False)
+    values = dict(zip(table.loc[table["domain"] == "atari", "name"], table.loc[table["domain"] == "atari", "value"]))
+    names = {"frames": "game_frames", "steps": "timesteps", "seeds": "seeds_per_game", "games": "num_games"}
+    out = dict(PAPER)
+    for key, name in names.items():
+        try:
+            out[key] = int(float(values[name]))
+        except (KeyError, ValueError):
+            pass
+    return out
+
+
+def notes_for(manifests: pd.DataFrame, scores: pd.DataFrame, budget: str, extra: Sequence[str]) -> list[str]:
+    """The budget line, then differences from the paper read from the runs."""
+    notes = [budget, *[n for n in extra if n not in budget]]
+    protocols = ", ".join(sorted(manifests["protocol"].unique()))
+    skips = ", ".join(str(s) for s in sorted(manifests["frame_skip"].unique()))
+    notes.append(f"Environments: ale-py ALE/<Game>-v5, Atari protocol(s) {protocols} (experiments/protocols/), "
+                 f"frame skip {skips} (paper: gym's 2017 Atari ids).")
+    absent = [a for a in ALGORITHMS if a not in set(manifests["algorithm"])]
+    if absent:
+        notes.append(f"Algorithms of the paper not run here: {', '.join(absent)}.")
+    unscored = scores[scores["n_episodes"] == 0]
+    if len(unscored):
+        notes.append(f"{len(unscored)} of {len(scores)} runs finished no episode and have no score: "
+                     f"{', '.join(unscored['run_id'])}.")
+    return notes
+
+
+def run_report(args: argparse.Namespace) -> dict[str, Path]:
+    """Compute every table and the figure and write them; returns the written paths."""
+    manifest_files = args.manifests if args.manifests is not None else find_manifests(args.runs)
+    episodes, updates, manifests = load_study(args.runs, [m.parent for m in manifest_files],
+                                              update_columns=UPDATE_COLUMNS)
+    manifests = attach_env_protocol(check_runs(manifests))
+    ref = args.reference_dir
+    paper6 = load_table6(ref / "ppo2017_table6_atari.csv")
+    paper2 = load_table2(ref / "ppo2017_table2_atari_wins.csv")
+    random_human = load_random_human(ref / "atari_random_human.csv", args.human_table)
+    references = load_atari_references(ref / "atari_reference_scores.csv")
+    scores = run_scores(episodes, manifests, updates, args.window)
+    paper = paper_protocol(ref)
+    budget = budget_line(manifests, args.budget_note, paper)
+    notes = notes_for(manifests, scores, budget, args.budget_note)
+    human_note = f"Random and human scores ({args.human_table}): {human_table_source(random_human)}."
+
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written: dict[str, Path] = {}
+
+    def write(name: str, table: pd.DataFrame, extra_notes: Sequence[str], title: str, digits=2,
+              md_drop: Sequence[str] = ()) -> None:
+        # The CSV carries the budget as a column; the markdown as its first note.
+        write_table(table.assign(budget=budget), out / f"{name}.csv")
+        md = to_markdown(table.drop(columns=list(md_drop)), [*notes, *extra_notes], title, digits)
+        (out / f"{name}.md").write_text(md)
+        written[name] = out / f"{name}.csv"
+
+    rows6 = table6(scores, paper6, random_human, args.n_resamples, args.seed, paper["frames"])
+    write("atari_table6", rows6.drop(columns="task"), [SCORE_NOTE, human_note],
+          "Table 6: mean final score per game (last 100 episodes) beside the paper",
+          {"our_hns": 3, "paper_hns": 3})
+
+    wins = win_counts(scores, paper2, paper6)
+    write("atari_table2", wins, [WINS_NOTE], "Table 2: number of games won per algorithm")
+
+    normalized = human_normalized(scores, random_human)
+    agg = aggregate_table(normalized, paper6, random_human, scores, args.n_resamples, args.seed)
+    write("atari_aggregate", agg, [AGGREGATE_NOTE, human_note],
+          "Human-normalised score per algorithm across games (95% stratified bootstrap CIs)", 3, ["human_table"])
+
+    refs = reference_table(rows6, scores, references)
+    write("atari_references", refs, [REFERENCE_NOTE], "Table 6 rows beside other published Atari results",
+          {"our_mean": 1, "our_ci_low": 1, "our_ci_high": 1, "paper_mean": 1}, ["ref_note"])
+
+    games = args.games or default_games(manifests)
+    curves = learning_curves_frames(episodes, manifests, games, args.curve_points, args.curve_smooth,
+                                    seed=args.seed)
+    title = (f"Atari: raw score per episode (mean of the last {args.curve_smooth}), mean over seeds, "
+             f"95% bootstrap band\n{budget}")
+    written["atari_curves.png"] = plot_atari_curves(curves, out / "atari_curves.png", title)
+    return written
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point: clear one-line errors for bad inputs, exit code 1."""
+    args = parse_args(argv)
+    try:
+        run_report(args)
+    except RunDataError as exc:
+        print(f"atari_report: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
