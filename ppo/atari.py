@@ -52,6 +52,7 @@ class AtariProtocol:
     max_episode_frames: int  # ALE truncates an episode after this many emulator frames (no-op starts included)
     life_loss_signal: bool  # the learner ends the value horizon at a lost life (the game itself goes on)
     reward_clip: bool  # the learner trains on sign(reward); recorded scores stay raw
+    fire_reset: bool  # games with FIRE: press FIRE, then action 2, at each learner episode start (baselines)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -59,7 +60,7 @@ class AtariProtocol:
         p = self.repeat_action_probability
         if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p < 1:
             raise ValueError(f"repeat_action_probability must be a number in [0, 1), got {p!r}")
-        for name in ("full_action_space", "grayscale", "life_loss_signal", "reward_clip"):
+        for name in ("full_action_space", "grayscale", "life_loss_signal", "reward_clip", "fire_reset"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
         for name, low in (("noop_max", 0), ("frame_skip", 1), ("screen_size", 1), ("frame_stack", 1),
@@ -173,13 +174,33 @@ class AtariLockstepEnvs:
         n = len(seeds)
         self.obs = np.zeros((n, *self.obs_shape), dtype=np.uint8)
         self.lives = np.zeros(n, dtype=np.int64)
-        for i, (env, seed) in enumerate(zip(self.envs, seeds)):
-            # reset(seed) seeds both ALE's RNG (sticky actions) and the env's np_random (no-op count)
-            self.obs[i] = env.reset(seed=int(seed))[0]
-            self.lives[i] = env.unwrapped.ale.lives()
         self.episode_return = np.zeros(n)
         self.episode_length = np.zeros(n, dtype=np.int64)
         self.life_lost = np.zeros(n, dtype=bool)
+        self.fire = protocol.fire_reset and "FIRE" in self.envs[0].unwrapped.get_action_meanings()
+        for i, seed in enumerate(seeds):
+            # reset(seed) seeds both ALE's RNG (sticky actions) and the env's np_random (no-op count)
+            self.obs[i] = self._reset(i, seed=int(seed))
+
+    def _reset(self, i: int, seed: int | None = None) -> np.ndarray:
+        obs = self.envs[i].reset(seed=seed)[0]
+        self.lives[i] = self.envs[i].unwrapped.ale.lives()
+        return self._fire(i, obs)
+
+    def _fire(self, i: int, obs: np.ndarray) -> np.ndarray:
+        """baselines' FireResetEnv: games that wait for FIRE get FIRE, then action 2, from the environment at
+        each start of a learner episode (a reset; a lost life when the learner sees lives). The steps'
+        rewards count in the recorded score, not for the learner; they are not agent steps."""
+        if not self.fire:
+            return obs
+        for action in (1, 2):
+            obs, reward, terminated, truncated, info = self.envs[i].step(action)
+            self.episode_return[i] += reward
+            self.lives[i] = info["lives"]
+            if terminated or truncated:  # as baselines: start over (not seen in practice)
+                obs = self.envs[i].reset()[0]
+                self.lives[i] = self.envs[i].unwrapped.ale.lives()
+        return obs
 
     def step(self, actions: np.ndarray, active: np.ndarray | None = None):
         """Step every env, or only those where the boolean mask ``active`` is true (the others keep their
@@ -210,8 +231,9 @@ class AtariLockstepEnvs:
                 final_obs[i] = obs
                 finished.append((i, float(self.episode_return[i]), int(self.episode_length[i])))
                 self.episode_return[i], self.episode_length[i] = 0.0, 0
-                obs, _ = env.reset()
-                self.lives[i] = env.unwrapped.ale.lives()
+                obs = self._reset(i)
+            elif self.life_lost[i] and self.protocol.life_loss_signal:
+                obs = self._fire(i, obs)
             self.obs[i] = obs
         return rewards, terminated, truncated, final_obs, finished
 

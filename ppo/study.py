@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .config import EXPERIMENTS_DIR, ConfigError, Variant, _check_keys, _read_yaml, load_variant
-from .atari import check_atari_task, is_atari
+from .atari import check_atari_task, is_atari, load_protocol
 from .envs import check_task, task_name
 
 STUDY_KEYS = {"description", "tasks", "variants", "anchor", "reference_table", "report", "scales"}
@@ -33,7 +33,10 @@ class Run:
     @property
     def config_digest(self) -> str:
         """Changes whenever the resolved config changes, so Snakemake re-runs exactly those runs."""
-        blob = json.dumps(self.variant.config.to_dict(), sort_keys=True, default=str)
+        settings = self.variant.config.to_dict()
+        if self.variant.config.is_atari:  # the protocol file's settings are part of what the run means
+            settings["env_protocol"] = load_protocol(self.variant.config.env_protocol).to_dict()
+        blob = json.dumps(settings, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 

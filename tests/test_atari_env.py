@@ -21,6 +21,7 @@ def test_protocol_files_hold_the_documented_settings():
         == (0.0, False, 30, True)
     assert (MACHADO.repeat_action_probability, MACHADO.full_action_space, MACHADO.noop_max,
             MACHADO.life_loss_signal) == (0.25, True, 0, False)
+    assert PAPER.fire_reset and not MACHADO.fire_reset
     for p in (PAPER, MACHADO):  # shared agent-side settings
         assert (p.frame_skip, p.screen_size, p.grayscale, p.frame_stack, p.max_episode_frames, p.reward_clip) \
             == (4, 84, True, 4, 108_000, True)
@@ -31,7 +32,8 @@ def test_protocol_files_hold_the_documented_settings():
 @pytest.mark.parametrize("field, value", [
     ("repeat_action_probability", 1.0), ("repeat_action_probability", -0.1), ("repeat_action_probability", True),
     ("full_action_space", 1), ("noop_max", -1), ("frame_skip", 0), ("frame_skip", 4.0), ("screen_size", 0),
-    ("frame_stack", 0), ("max_episode_frames", 0), ("life_loss_signal", "yes"), ("reward_clip", None)])
+    ("frame_stack", 0), ("max_episode_frames", 0), ("life_loss_signal", "yes"), ("reward_clip", None),
+    ("fire_reset", 0)])
 def test_protocol_refuses_bad_values_naming_the_field(field, value):
     with pytest.raises(ValueError, match=field):
         dataclasses.replace(PAPER, **{field: value})
@@ -154,7 +156,7 @@ def test_noop_starts_are_seeded_and_absent_without_noops():
 
 
 def test_frame_cap_truncates_and_final_obs_is_the_last_before_reset():
-    protocol = dataclasses.replace(PAPER, noop_max=0, max_episode_frames=200)
+    protocol = dataclasses.replace(PAPER, noop_max=0, max_episode_frames=200, fire_reset=False)
     envs = AtariLockstepEnvs("ALE/Pong-v5", [0], protocol)
     total = 0.0
     for step in range(1, 51):
@@ -173,7 +175,7 @@ def test_frame_cap_truncates_and_final_obs_is_the_last_before_reset():
 def test_cap_inside_a_frame_skip_repeats_the_last_frame():
     # gymnasium's AtariPreprocessing stops the skip at the cap and pools its stale buffers: the final
     # observation's newest frame is the previous one again (no-op starts make this the usual case at 108k)
-    protocol = dataclasses.replace(PAPER, noop_max=0, max_episode_frames=201)
+    protocol = dataclasses.replace(PAPER, noop_max=0, max_episode_frames=201, fire_reset=False)
     envs = AtariLockstepEnvs("ALE/Pong-v5", [0], protocol)
     for _ in range(50):
         envs.step(np.zeros(1, dtype=np.int64))
@@ -183,7 +185,7 @@ def test_cap_inside_a_frame_skip_repeats_the_last_frame():
 
 
 def test_breakout_return_spans_all_lives_and_life_loss_does_not_reset():
-    envs = AtariLockstepEnvs("ALE/Breakout-v5", [3], PAPER)
+    envs = AtariLockstepEnvs("ALE/Breakout-v5", [3], dataclasses.replace(PAPER, fire_reset=False))
     ale = envs.envs[0].unwrapped.ale
     rng = np.random.default_rng(3)  # seed 3: random play scores in two different lives
     start_lives, losses, steps, reward_by_life = int(envs.lives[0]), 0, 0, {}
@@ -203,6 +205,24 @@ def test_breakout_return_spans_all_lives_and_life_loss_does_not_reset():
     assert sum(r > 0 for r in reward_by_life.values()) >= 2  # scored in more than one life ...
     assert finished == [(0, sum(reward_by_life.values()), steps)]  # ... and the return is the whole game's
     assert 0 in final_obs and envs.episode_return[0] == 0 and envs.lives[0] == 5
+
+
+def test_fire_reset_presses_fire_at_each_learner_episode_start():
+    """paper2017: FIRE then action 2 (8 frames) after the reset and after every lost life; not agent steps."""
+    envs = AtariLockstepEnvs("ALE/Breakout-v5", [3], PAPER)
+    ale = envs.envs[0].unwrapped.ale
+    noops = ale.getEpisodeFrameNumber() - 8
+    assert 1 <= noops <= 30 and envs.episode_length[0] == 0
+    rng, fired = np.random.default_rng(3), 0
+    while not fired:
+        frame = ale.getEpisodeFrameNumber()
+        envs.step(rng.integers(envs.num_actions, size=1))
+        fired = envs.life_lost[0] and envs.lives[0] > 0
+        assert ale.getEpisodeFrameNumber() == frame + 4 + (8 if fired else 0)
+    # a game without FIRE in its action set (Freeway: NOOP, UP, DOWN) gets nothing extra; nor does machado2018
+    freeway = AtariLockstepEnvs("ALE/Freeway-v5", [0], dataclasses.replace(PAPER, noop_max=0))
+    assert not freeway.fire and freeway.envs[0].unwrapped.ale.getEpisodeFrameNumber() == 0
+    assert not AtariLockstepEnvs("ALE/Breakout-v5", [0], MACHADO).fire
 
 
 @pytest.mark.parametrize("protocol", [PAPER, MACHADO], ids=lambda p: p.name)
