@@ -74,7 +74,8 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
     alive = np.ones(G, dtype=bool)
     diverged = [(None, None)] * G
     iteration = 0
-    fingerprint = [(s.run_id, s.task, s.seed, json.dumps(s.config.to_dict(), sort_keys=True)) for s in specs]
+    fingerprint = [(s.run_id, s.task, s.seed, json.dumps(s.config.to_dict(), sort_keys=True),
+                    json.dumps(env_protocol_record(s.task, s.config), sort_keys=True)) for s in specs]
 
     def save_checkpoint() -> None:
         state = {"fingerprint": fingerprint, "iteration": iteration, "algorithm": algo.state_dict(),
