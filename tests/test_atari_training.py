@@ -179,3 +179,18 @@ def test_run_folders_of_a_namespaced_task():
     assert checkpoint.parent == Path("results/atari/smoke/checkpoints") and checkpoint.name.startswith("ALE_Pong-v5-")
     with pytest.raises(ConfigError, match="not a run of study atari"):
         resolve_run(study, Path("results/atari/smoke/runs/ALE/Breakout-v5/atari_ppo/seed0"))
+
+
+def test_deviations_list_every_protocol_setting_with_its_source():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("deviations", EXPERIMENTS_DIR.parent / "workflow/scripts/deviations.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    table = module.deviations(load_study("atari", "smoke")).set_index(["preset", "setting"])
+    protocol = load_protocol("paper2017").to_dict()
+    for setting, value in protocol.items():
+        if setting != "name":
+            assert table.loc[("(protocol paper2017)", setting), "value"] == str(value)
+    assert table.loc[("ppo_atari_paper", "learning_rate"), "value"] == "0.00025"  # not rounded to 0.00
+    assert "ALE/<Game>-v5" in table.loc[("(study)", "tasks"), "source_of_choice"]

@@ -14,8 +14,14 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from analysis.report_tables import write_table  # noqa: E402
-from ppo.config import ConfigError  # noqa: E402
+from ppo.atari import is_atari  # noqa: E402
+from ppo.config import EXPERIMENTS_DIR, ConfigError, _read_yaml  # noqa: E402
 from ppo.study import load_study  # noqa: E402
+
+
+def shown(value) -> str:
+    """The value as written: 0.0007 stays 0.0007 (a float column would print it as 0.00)."""
+    return value if isinstance(value, str) else str(value)
 
 
 def deviations(study) -> pd.DataFrame:
@@ -25,10 +31,19 @@ def deviations(study) -> pd.DataFrame:
             value = preset.config
             for key in setting.split("."):  # "trpo.max_kl": a field of the algorithm's section
                 value = value.get(key) if isinstance(value, dict) else None
-            rows.append({"preset": preset.name, "setting": setting, "value": value,
+            rows.append({"preset": preset.name, "setting": setting, "value": shown(value),
                          "paper_states_it": bool(choice["paper_states"]), "source_of_choice": choice["source"]})
-    rows.append({"preset": "(study)", "setting": "tasks", "value": ", ".join(study.tasks),
-                 "paper_states_it": False, "source_of_choice": "paper: the -v1 tasks of gym 0.9, no longer available"})
+    for name in sorted({v.config.env_protocol for v in study.variants if v.config.is_atari}):
+        path = EXPERIMENTS_DIR / "protocols" / f"{name}.yaml"
+        protocol = _read_yaml(path)  # already validated by load_study, via the variants' configs
+        for setting, value in protocol["settings"].items():
+            rows.append({"preset": f"(protocol {name})", "setting": setting, "value": shown(value),
+                         "paper_states_it": False, "source_of_choice": protocol["sources"][setting]})
+    atari = any(is_atari(t) for t in study.tasks)
+    rows.append({"preset": "(study)", "setting": "tasks", "value": ", ".join(study.tasks), "paper_states_it": False,
+                 "source_of_choice": "paper: gym's 2017 Atari ids, whose names fixed some protocol settings; here "
+                                     "ale-py's ALE/<Game>-v5 with every setting from the protocol" if atari else
+                                     "paper: the -v1 tasks of gym 0.9, no longer available"})
     rows.append({"preset": "(study)", "setting": "budget", "value": f"{study.total_steps} steps x {study.seeds} seeds",
                  "paper_states_it": not study.reduced, "source_of_choice": study.label})
     df = pd.DataFrame(rows)
