@@ -153,8 +153,9 @@ def test_mujoco_settings_keep_their_digest():
 
 def test_study_plans_49_games_and_refuses_mixing(tmp_path):
     study = load_study("atari", "paper")
-    assert len(study.tasks) == 49 and len(study.runs()) == 49 * 2 * 3
-    assert {g.group_id for g in study.groups() if g.task == "ALE/Pong-v5"} == {"Pong-ppo-0", "Pong-a2c-0"}
+    assert len(study.tasks) == 49 and len(study.runs()) == 49 * 3 * 3
+    assert {g.group_id for g in study.groups() if g.task == "ALE/Pong-v5"} == {"Pong-ppo-0", "Pong-a2c-0",
+                                                                              "Pong-acer-0"}
     experiments = tmp_path / "experiments"
     shutil.copytree(EXPERIMENTS_DIR, experiments)
     text = (experiments / "studies/atari.yaml").read_text()

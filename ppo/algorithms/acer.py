@@ -18,9 +18,10 @@ One step, on segments x_0..x_T with actions a_t, μ_t, rewards r_t and dones d_t
 With ``trust_region`` the policy part reaches the network through the probabilities f of every sample:
   g = ∂(gain + ent_coef·H)/∂f,  k = ∂KL[f_avg ‖ f]/∂f = −f_avg/f,  z* = g − max(0, (kᵀg − δ)/‖k‖²)·k,
 and −z*/B is back-propagated from f (the Q loss as it is); f_avg comes from the average network, an
-exponential moving average of the parameters, θ_avg ← α θ_avg + (1 − α) θ after every step. φ = the
-probabilities (not the logits), as baselines acer (``k = −f_pol/(f + eps)``, ``tf.gradients(f, params,
-grads_f)``) and the paper's Atari agent (the policy's statistics φ are the softmax output).
+exponential moving average of the parameters, θ_avg ← α θ_avg + (1 − α) θ after every step. The statistics
+φ are the probabilities, not the logits, because baselines acer projects there (``k = −f_pol/(f + eps)``,
+``tf.gradients(f, params, grads_f)``). One consequence: k has a part along (1, …, 1) that the softmax ignores
+(at f = f_avg, k = −1), so "active" can be reported where the step into the logits is unchanged.
 Each run's gradient norm is clipped separately, then one RMSprop step over the [G, P] buffer.
 
 Runs stay independent: every random draw (actions, Poisson replay counts, replay indices) comes from the
@@ -80,7 +81,7 @@ def gain_gradient_wrt_probs(probs: torch.Tensor, actions: torch.Tensor, weighted
                             bc_coef: torch.Tensor, ent_coef: float) -> torch.Tensor:
     """g = ∂(gain + ent_coef·H)/∂f per sample, [..., A], with ``weighted_adv`` = min(c, ρ(a_t))·(Q_ret − V)
     and ``bc_coef`` = [1 − c/ρ]₊ f (Q − V) held fixed:
-        ∂/∂f(a) = 1[a = a_t]·weighted_adv/(f(a) + ε) + bc_coef(a)/(f(a) + ε) − ent_coef·(log(f(a) + ε) + f(a)/(f(a) + ε)).
+        ∂/∂f(a) = (1[a = a_t]·weighted_adv + bc_coef(a))/(f(a) + ε) − ent_coef·(log(f(a) + ε) + f(a)/(f(a) + ε)).
     """
     inv = 1.0 / (probs + EPS)
     g = bc_coef * inv - ent_coef * ((probs + EPS).log() + probs * inv)
@@ -112,43 +113,52 @@ class Segment:
     mu: torch.Tensor  # float32 [G, E, T, A]: the behaviour policy's probabilities
     rewards: torch.Tensor  # float32 [G, E, T], as the learner sees them (clipped)
     dones: torch.Tensor  # bool [G, E, T]: the learner's horizon ended after step t (life loss, game over, time cap)
-    new_game: torch.Tensor  # bool [G, E, T+1]: x_t is a new game's first stack (t ≥ 1; False at t = 0)
 
 
-def frame_index(new_game: torch.Tensor, K: int) -> torch.Tensor:
-    """Where channel j of stack x_t lies in a segment's frames F (F[0..K−1] = x_0, F[K−1+t] = x_t's newest
-    frame): F[t + j], except that a new game's stacks repeat its first frame (gymnasium FrameStackObservation
-    pads with the reset observation), so never before F[s + K − 1], s the latest new-game start ≤ t.
-    [..., T+1] bool -> [..., T+1, K] indices."""
-    t = torch.arange(new_game.shape[-1])
-    start = torch.where(new_game, t, -K).cummax(-1).values  # -K: no new game so far, no bound
-    return torch.maximum(t[:, None] + torch.arange(K), start.unsqueeze(-1) + K - 1)
+def new_frame_counts(obs: torch.Tensor) -> torch.Tensor:
+    """How many frames each stack adds to its predecessor: the smallest s in 1..K−1 with x_t[:K−s] equal to
+    x_{t−1}[s:], else K (a new stack). Usually 1; more where the environment steps on its own (a reset, the
+    FIRE reset's extra steps after a lost life). Exact by construction: x_t is x_{t−1}[s:] then its s newest
+    frames. [N, T+1, K, H, W] -> [N, T+1] (K at t = 0: the whole first stack)."""
+    N, T1, K = obs.shape[:3]
+    counts = torch.full((N, T1), K, dtype=torch.int64)
+    for s in reversed(range(1, K)):  # the smallest matching shift wins
+        slides = (obs[:, 1:, :K - s] == obs[:, :-1, s:]).flatten(2).all(-1)
+        counts[:, 1:] = torch.where(slides, s, counts[:, 1:])
+    return counts
 
 
-def encode_frames(obs: torch.Tensor) -> torch.Tensor:
-    """Stacks [..., T+1, K, H, W] -> frames [..., T+K, H, W]: x_0's K frames, then each later stack's newest."""
-    return torch.cat([obs[..., 0, :, :, :], obs[..., 1:, -1, :, :]], dim=-3)
+def encode_frames(obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Stacks [N, T+1, K, H, W] -> (frames [L, H, W]: each actor's x_0, then each later stack's new frames,
+    actor after actor; counts [N, T+1] of ``new_frame_counts``)."""
+    K = obs.shape[2]
+    counts = new_frame_counts(obs)
+    keep = torch.arange(K) >= K - counts.unsqueeze(-1)  # [N, T+1, K]: the newest counts[n, t] frames of x_t
+    return obs[keep], counts
 
 
-def decode_frames(frames: torch.Tensor, new_game: torch.Tensor, K: int) -> torch.Tensor:
-    """frames [N, T+K, H, W] and new_game [N, T+1] -> stacks [N, T+1, K, H, W]."""
-    index = frame_index(new_game, K)
-    return frames[torch.arange(len(frames))[:, None, None], index]
+def decode_frames(frames: torch.Tensor, counts: torch.Tensor, K: int) -> torch.Tensor:
+    """Inverse of ``encode_frames``: x_t is the K frames that end at actor n's frame Σ_{u≤t} counts[n, u]."""
+    ends = counts.cumsum(1)  # [N, T+1], within each actor's frames
+    offsets = ends[:, -1].cumsum(0) - ends[:, -1]  # where each actor's frames start
+    index = (offsets[:, None, None] + ends.unsqueeze(-1) - K) + torch.arange(K)  # [N, T+1, K]
+    return frames[index]
 
 
 class ReplayBuffer:
     """The last ``slots`` segments of every actor of every run, as raw uint8 frames; run g samples only
-    row g, actor e only its own segments (baselines acer: one segment per actor per draw).
+    its own rows, actor e only its own segments (baselines acer: one segment per actor per draw).
 
     Slot k holds segment k of the whole group, one tensor per field; slots are replaced, never written in
     place, and each owns its storage, so a checkpoint saves exactly the filled slots without a copy.
-    Bytes per run = E · slots · [(T + K)·H·W (frames) + T·(1 + 4·A + 4 + 1) + (T + 1)] (actions uint8, μ and
-    rewards float32, dones and new-game flags bool): with the preset (E = 16, T = 20, K = 4, 84×84, slots =
-    50000/20 = 2500) and 18 actions, 16 · 2500 · (24·7056 + 20·79 + 21) = 6.84 GB per run once full (frames
-    6.77 GB); a run fills it after 800k agent steps. Storing stacks instead of frames would take 4× that.
+    Bytes per run ≈ E · slots · [(T + K)·H·W + T·(1 + 4·A + 4 + 1) + 8·(T + 2)] (frames; actions uint8, μ and
+    rewards float32, dones bool; frame counts and starts int64), plus 2-3 frames per lost life or new game
+    where the FIRE reset steps the game on its own. With the preset (E = 16, T = 20, K = 4, 84×84, slots =
+    50000/20 = 2500) and 18 actions: 16 · 2500 · (24·7056 + 20·79 + 176) = 6.84 GB per run once full (frames
+    6.77 GB), reached after 800k agent steps. Frame stacks instead of frames would take 4× that.
     """
 
-    FIELDS = ("frames", "new_game", "actions", "mu", "rewards", "dones")
+    FIELDS = ("actions", "mu", "rewards", "dones")
 
     def __init__(self, slots: int, frame_stack: int):
         self.slots, self.K = slots, frame_stack
@@ -159,15 +169,12 @@ class ReplayBuffer:
         return len(self.segments)
 
     def put(self, seg: Segment) -> None:
-        G, E, T1 = seg.new_game.shape
-        frames = encode_frames(seg.obs)
-        # Guard of the encoding: the frame stacks must be sliding windows restarted at each new game.
-        decoded = decode_frames(frames.view(G * E, *frames.shape[2:]), seg.new_game.view(G * E, T1), self.K)
-        if not torch.equal(decoded, seg.obs.view(G * E, *seg.obs.shape[2:])):
-            raise RuntimeError("the observations are not frame stacks that slide by one frame per step (and "
-                               "restart at a new game): the replay buffer cannot store them as single frames")
-        record = {"frames": frames, "new_game": seg.new_game.clone(), "actions": seg.actions.to(torch.uint8),
-                  "mu": seg.mu.clone(), "rewards": seg.rewards.clone(), "dones": seg.dones.clone()}
+        G, E = seg.actions.shape[:2]
+        frames, counts = encode_frames(seg.obs.view(G * E, *seg.obs.shape[2:]))
+        lengths = counts.sum(1)
+        record = {"frames": frames, "counts": counts.view(G, E, -1), "starts": (lengths.cumsum(0) - lengths).view(G, E),
+                  "actions": seg.actions.to(torch.uint8), "mu": seg.mu.clone(), "rewards": seg.rewards.clone(),
+                  "dones": seg.dones.clone()}
         if len(self.segments) < self.slots:
             self.segments.append(record)
         else:
@@ -177,13 +184,14 @@ class ReplayBuffer:
     def get(self, index: torch.Tensor) -> Segment:
         """The segments at slots ``index`` [G, E] (run g, actor e: its own row of slot index[g, e])."""
         G, E = index.shape
-        picked = {k: torch.stack([self.segments[int(index[g, e])][k][g, e] for g in range(G) for e in range(E)])
-                  for k in self.FIELDS}
-        obs = decode_frames(picked["frames"], picked["new_game"], self.K)
+        pairs = [(self.segments[int(index[g, e])], g, e) for g in range(G) for e in range(E)]
+        counts = torch.stack([slot["counts"][g, e] for slot, g, e in pairs])
+        frames = [slot["frames"][int(slot["starts"][g, e]):][:int(n)] for (slot, g, e), n in zip(pairs, counts.sum(1))]
+        obs = decode_frames(torch.cat(frames), counts, self.K)
+        picked = {k: torch.stack([slot[k][g, e] for slot, g, e in pairs]) for k in self.FIELDS}
         shape = lambda x: x.view(G, E, *x.shape[1:])  # noqa: E731
         return Segment(obs=shape(obs), actions=shape(picked["actions"]).long(), mu=shape(picked["mu"]),
-                       rewards=shape(picked["rewards"]), dones=shape(picked["dones"]),
-                       new_game=shape(picked["new_game"]))
+                       rewards=shape(picked["rewards"]), dones=shape(picked["dones"]))
 
     def state(self) -> dict:
         return {"segments": self.segments, "next": self.next}  # no copies: torch.save writes them at once
@@ -201,7 +209,6 @@ def collect_segment(ctx: GroupContext, agent: CNNActorCritic) -> Segment:
     obs = np.zeros((T + 1, N, *shape), dtype=np.uint8)
     actions, mu = torch.zeros(T, N, dtype=torch.int64), torch.zeros(T, N, A)
     rewards, dones = np.zeros((T, N), dtype=np.float32), np.zeros((T, N), dtype=bool)
-    new_game = np.zeros((T + 1, N), dtype=bool)
     uniforms = torch.stack([torch.rand(T, E, generator=g) for g in ctx.sample_gens], dim=1)  # [T, G, E]
     with torch.no_grad():
         for t in range(T):
@@ -211,20 +218,19 @@ def collect_segment(ctx: GroupContext, agent: CNNActorCritic) -> Segment:
             mu[t] = policy.logits.exp().view(N, A)
             raw_reward, terminated, truncated, _, finished = envs.step(actions[t].numpy())
             rewards[t] = np.sign(raw_reward) if protocol.reward_clip else raw_reward
-            game_over = terminated | truncated  # the environments reset: x_{t+1} is a new game's first stack
+            game_over = terminated | truncated
             # A time cap ends the horizon like a termination (baselines: every done ends the return).
             dones[t] = game_over | envs.life_lost if protocol.life_loss_signal else game_over
-            new_game[t + 1] = game_over
             ctx.log.tick()
             ctx.log.finished(finished)
     obs[T] = envs.obs
 
-    def runs_actors(x, dtype=None):  # [T', G·E, ...] (time, actor) -> [G, E, T', ...], contiguous
+    def runs_actors(x):  # [T', G·E, ...] (time, actor) -> [G, E, T', ...], contiguous
         x = torch.as_tensor(x)
         return x.reshape(x.shape[0], G, E, *x.shape[2:]).permute(1, 2, 0, *range(3, x.dim() + 1)).contiguous()
 
     return Segment(obs=runs_actors(obs), actions=runs_actors(actions), mu=runs_actors(mu),
-                   rewards=runs_actors(rewards), dones=runs_actors(dones), new_game=runs_actors(new_game))
+                   rewards=runs_actors(rewards), dones=runs_actors(dones))
 
 
 # ---- the algorithm
@@ -369,7 +375,8 @@ class ACER:
         stats = {"policy_loss": (loss_f + loss_bc).detach(), "loss_truncated": loss_f.detach(),
                  "loss_bias_correction": loss_bc.detach(), "q_loss": loss_q.detach(), "entropy": entropy.detach(),
                  "explained_variance": explained_variance(q_taken.detach(), q_ret),
-                 "rho_mean": rho_taken.mean((1, 2)), "truncated_fraction": (rho_taken > s.truncation_c).float().mean((1, 2))}
+                 "rho_mean": rho_taken.mean((1, 2)),
+                 "truncated_fraction": (rho_taken > s.truncation_c).float().mean((1, 2))}
         if s.trust_region:
             with torch.no_grad():
                 avg_policy, _ = self.average_net.evaluate(seg.obs[:, :, :T].reshape(G, E * T, *frame_shape))
