@@ -25,7 +25,7 @@ import torch
 from ale_py.registration import rom_id_to_name
 from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
 
-from .config import EXPERIMENTS_DIR, ConfigError, _read_yaml
+from .config import EXPERIMENTS_DIR, ConfigError, _check_keys, _read_yaml
 
 gym.register_envs(ale_py)  # gymnasium 1.x no longer registers the ALE ids by itself
 ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)  # as AtariEnv does, but before the first banner
@@ -85,10 +85,10 @@ def load_protocol(name: str, experiments_dir: Path = EXPERIMENTS_DIR) -> AtariPr
         available = sorted(p.stem for p in folder.glob("*.yaml"))
         raise ConfigError(f"{path}: no Atari protocol {name!r}; available: {available}")
     data = _read_yaml(path)
-    _check_fields(data, "", {"description", "settings", "sources"}, path)
+    _check_keys(data, {"description", "settings", "sources"}, {"description", "settings", "sources"}, path)
     settings, sources = data["settings"], data["sources"]
-    _check_fields(settings, "settings.", set(SETTINGS), path)
-    _check_fields(sources, "sources.", set(SETTINGS), path)
+    _check_keys(settings, set(SETTINGS), set(SETTINGS), path, "settings.")
+    _check_keys(sources, set(SETTINGS), set(SETTINGS), path, "sources.")
     for key, text in sources.items():
         if not isinstance(text, str) or not text.strip():
             raise ConfigError(f"{path}: field sources.{key} must be a non-empty text, got {text!r}")
@@ -96,17 +96,6 @@ def load_protocol(name: str, experiments_dir: Path = EXPERIMENTS_DIR) -> AtariPr
         return AtariProtocol(name=name, **settings)
     except ValueError as err:
         raise ConfigError(f"{path}: field settings.{err}") from None  # the message starts with the field name
-
-
-def _check_fields(data, prefix: str, fields: set[str], path: Path) -> None:
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: field {prefix.rstrip('.')} must be a mapping, got {data!r}")
-    unknown = sorted(set(data) - fields)
-    if unknown:
-        raise ConfigError(f"{path}: unknown field(s) {[prefix + k for k in unknown]}; allowed: {sorted(fields)}")
-    missing = sorted(fields - set(data))
-    if missing:
-        raise ConfigError(f"{path}: missing field(s) {[prefix + k for k in missing]}")
 
 
 def is_atari(task: str) -> bool:

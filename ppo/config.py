@@ -497,13 +497,17 @@ def _read_yaml(path: Path) -> dict:
     return data
 
 
-def _check_keys(data: dict, allowed: set[str], required: set[str], path: Path) -> None:
+def _check_keys(data: dict, allowed: set[str], required: set[str], path: Path, prefix: str = "") -> None:
+    """Refuse unknown and missing fields of a mapping; ``prefix`` names where it sits ("settings.")."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: field {prefix.rstrip('.') or '(top level)'} must be a mapping, got {data!r}")
     unknown = sorted(set(data) - allowed)
     if unknown:
-        raise ConfigError(f"{path}: unknown field(s) {unknown}; allowed: {sorted(allowed)}")
+        raise ConfigError(f"{path}: unknown field(s) {[prefix + k for k in unknown] if prefix else unknown}; "
+                          f"allowed: {sorted(allowed)}")
     missing = sorted(required - set(data))
     if missing:
-        raise ConfigError(f"{path}: missing field(s) {missing}")
+        raise ConfigError(f"{path}: missing field(s) {[prefix + k for k in missing] if prefix else missing}")
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ import torch
 
 from ..batched import per_run_grad_norm_clip
 from ..convnet import CNNActorCritic
-from ..rollout import GroupContext
+from ..rollout import GroupContext, explained_variance
 from .a2c import trust_region_projection
 
 EPS = 1e-6  # baselines acer: eps in f/(μ + eps), log(f + eps), c/(ρ + eps), f_pol/(f + eps), and the entropy
@@ -92,13 +92,6 @@ def gain_gradient_wrt_probs(probs: torch.Tensor, actions: torch.Tensor, weighted
 def kl_gradient_wrt_probs(probs_avg: torch.Tensor, probs: torch.Tensor) -> torch.Tensor:
     """k = ∂ KL[f_avg ‖ f]/∂f = −f_avg/(f + ε) per sample (KL = Σ f_avg (log f_avg − log f))."""
     return -probs_avg / (probs + EPS)
-
-
-def explained_variance(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """1 − Var[target − pred] / Var[target] over each run's samples ([G, ...] -> [G]); NaN for constant targets."""
-    pred, target = pred.reshape(len(pred), -1), target.reshape(len(target), -1)
-    var = target.var(1, correction=0)
-    return torch.where(var == 0, torch.nan, 1 - (target - pred).var(1, correction=0) / var)
 
 
 # ---- segments, and the replay buffer of raw frames
@@ -374,7 +367,8 @@ class ACER:
         loss_q = 0.5 * (q_ret - q_taken).square().mean((1, 2))
         stats = {"policy_loss": (loss_f + loss_bc).detach(), "loss_truncated": loss_f.detach(),
                  "loss_bias_correction": loss_bc.detach(), "q_loss": loss_q.detach(), "entropy": entropy.detach(),
-                 "explained_variance": explained_variance(q_taken.detach(), q_ret),
+                 "explained_variance": explained_variance(q_taken.detach().reshape(len(q_ret), -1).numpy(),
+                                                          q_ret.reshape(len(q_ret), -1).numpy()),
                  "rho_mean": rho_taken.mean((1, 2)),
                  "truncated_fraction": (rho_taken > s.truncation_c).float().mean((1, 2))}
         if s.trust_region:
