@@ -1,5 +1,6 @@
-# Aggregation, per study: the deviations from the paper, the random-policy zero point, then the study's
-# report: Table 1 beside the paper (report: table1) or Figure 3 beside published references (figure3).
+# Aggregation, per study: the deviations from the paper, the random-policy zero point (MuJoCo), then the
+# study's report: Table 1 beside the paper (report: table1), Figure 3 beside published references (figure3),
+# or Tables 6 and 2 with human-normalised aggregates (atari).
 
 REPORT_FILES = []
 
