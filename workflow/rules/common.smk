@@ -102,6 +102,18 @@ def expected_seconds(study, group):
 ATARI_SECONDS_PER_STEP = 5e-3
 
 
+def memory_mb(study, group):
+    """A job's memory request. ACER keeps a replay buffer of raw frames per run (about 8.6 kB per stored
+    agent step, ppo/algorithms/acer.py: 6.8 GB at baselines' 800k steps), the others only one batch."""
+    cfg = group.runs[0].variant.config
+    if cfg.algorithm == "acer":
+        stored = min(study.total_steps, cfg.acer.buffer_size * cfg.num_envs)
+        return 1000 + len(group.runs) * int(1500 + 8.6e-3 * stored)
+    if is_atari(group.task):
+        return 1000 + 500 * len(group.runs)
+    return 1000 + 40 * len(group.runs)
+
+
 def runtime_minutes(study, group):
     """A job's time limit on a cluster: 2x the slowest measured rate (README "How fast": MuJoCo 1.0 ms per
     step for a run alone, 0.39 ms per run and step in a group of 33; Atari 5 ms per run and step)."""

@@ -24,7 +24,7 @@ for _study, _group in GROUPS:
         threads: config["torch_threads"]
         priority: int(expected_seconds(_study, _group))  # longest first: balances the cores
         resources:
-            mem_mb=1000 + 40 * len(_group.runs),
+            mem_mb=memory_mb(_study, _group),
             runtime=runtime_minutes(_study, _group),  # minutes; a job over its time limit is killed
         shell:
             "python -m ppo.run --study {params.study} --scale {params.scale} --threads {threads} "
