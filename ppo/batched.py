@@ -127,7 +127,11 @@ class GaussianActorCritic(nn.Module):
 
     def evaluate(self, obs: torch.Tensor) -> tuple[DiagGaussian, torch.Tensor]:
         """(π(.|s), V(s)) of normalized observations [G, B, obs_dim]."""
-        return DiagGaussian(self.policy_mean(obs), self.log_std), self.value_of(obs)
+        return self.policy(obs), self.value_of(obs)
+
+    def policy(self, obs: torch.Tensor) -> DiagGaussian:
+        """π(.|s) alone: the value network is separate, so it need not run."""
+        return DiagGaussian(self.policy_mean(obs), self.log_std)
 
     def value_of(self, obs: torch.Tensor) -> torch.Tensor:
         return mlp_forward(self.value_layers, obs).squeeze(-1)

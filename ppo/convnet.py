@@ -89,6 +89,10 @@ class CNNActorCritic(nn.Module):
         value = (x * v["value.w"].transpose(1, 2)).sum(-1) + v["value.b"].squeeze(-1)
         return Categorical(logits), value
 
+    def policy(self, obs: torch.Tensor) -> Categorical:
+        """π(.|s); the shared torso runs anyway, so this is evaluate() without its value."""
+        return self.evaluate(obs)[0]
+
     def value_of(self, obs: torch.Tensor) -> torch.Tensor:
         """V(s) [G, B]; with a Q head, V(s) = Σ_a π(a|s) Q(s, a)."""
         policy, value = self.evaluate(obs)

@@ -215,7 +215,7 @@ class A2C(ActorCriticAlgorithm):
         """One optimizer step for every run; the average policy follows (trust region)."""
         s, agent, flat = self.settings, self.agent, self.flat
         with torch.no_grad():
-            old_policy = agent.evaluate(obs)[0].frozen()
+            old_policy = agent.policy(obs).frozen()
         stats = self.loss_and_gradient(obs, actions, advantages, targets)
         if s.max_grad_norm is not None:
             stats["grad_norm"] = per_run_grad_norm_clip(flat, s.max_grad_norm)
@@ -226,7 +226,7 @@ class A2C(ActorCriticAlgorithm):
             if self.average is not None:  # θ_avg ← α θ_avg + (1 − α) θ, after the step (baselines acer)
                 alpha = s.average_policy_decay
                 self.average.mul_(alpha).add_(flat.detach(), alpha=1 - alpha)
-            stats["kl"] = old_policy.kl(agent.evaluate(obs)[0]).mean(1)
+            stats["kl"] = old_policy.kl(agent.policy(obs)).mean(1)
             if hasattr(agent, "log_std"):
                 stats["log_std_mean"] = agent.log_std.mean((1, 2))
         return stats

@@ -49,7 +49,7 @@ class PPO(ActorCriticAlgorithm):
 
         # ---- (2) π_old on the batch; per-sample data in one tensor, so a minibatch is a single gather
         with torch.no_grad():
-            old_policy = agent.evaluate(batch.obs)[0].frozen()
+            old_policy = agent.policy(batch.obs).frozen()
             old_logp = old_policy.log_prob(batch.actions)
         packed = torch.cat([batch.actions, old_policy.params, batch.advantages[..., None],
                             batch.returns[..., None], old_logp[..., None]], -1)
@@ -93,7 +93,7 @@ class PPO(ActorCriticAlgorithm):
 
         # ---- (4) full-batch KL of this update, and the β rule (runs without a KL target keep β)
         with torch.no_grad():
-            batch_kl = old_policy.kl(agent.evaluate(batch.obs)[0]).mean(1)
+            batch_kl = old_policy.kl(agent.policy(batch.obs)).mean(1)
         beta_used = self.beta
         self.beta = adapt_beta(self.beta, batch_kl, self.kl_target)
         clipfrac = torch.where(self.clip_eps.view(G).isfinite(), stats[4], torch.nan)
