@@ -308,7 +308,11 @@ def test_records_do_not_depend_on_the_group(monkeypatch):
     assert (other.updates["replay_updates"] != b["replay_updates"]).any()
     pd.testing.assert_frame_equal(alone.episodes, shared.episodes, check_exact=True)
     assert a["global_step"].tolist() == b["global_step"].tolist() == [10 * (i + 1) for i in range(8)]
-    pd.testing.assert_frame_equal(a, b, check_exact=False, rtol=1e-4, atol=1e-5)
+    # explained variance is 1 − Var[res]/Var[ret]: the ratio carries float error relative to itself, and near
+    # ev = 0 the difference from 1 turns that into a large relative error of ev; compare the ratio instead
+    ev = "explained_variance"
+    np.testing.assert_allclose(1 - a[ev], 1 - b[ev], rtol=1e-4)
+    pd.testing.assert_frame_equal(a.drop(columns=ev), b.drop(columns=ev), check_exact=False, rtol=1e-4, atol=1e-5)
 
 
 def test_resume_after_kill_is_bit_identical(tmp_path, monkeypatch):
