@@ -30,10 +30,12 @@ import torch
 
 from ppo.atari import AtariLockstepEnvs, is_atari, load_protocol
 from ppo.config import build_config, load_preset, load_variant
+from ppo.envs import LockstepEnvs
 from ppo.train import RunSpec, train_group
 
 
 def raw_steps_per_second(task: str, steps: int) -> float:
+    """One environment, the simulator alone: the issue's yardstick."""
     if is_atari(task):
         return raw_atari_steps_per_second(task, steps)
     env = gym.make(task, disable_env_checker=True)
@@ -48,6 +50,20 @@ def raw_steps_per_second(task: str, steps: int) -> float:
     return steps / (time.perf_counter() - start)
 
 
+def raw_group_steps_per_second(task: str, n_envs: int, steps: int) -> float:
+    """The lock-step environments of a group of ``n_envs`` runs (ppo.envs.LockstepEnvs, what training
+    steps), random actions: what stepping many simulators in one process costs before any learning."""
+    envs = LockstepEnvs(task, list(range(n_envs)))
+    rng = np.random.default_rng(0)
+    actions = rng.uniform(envs.low, envs.high, size=(max(1, steps // n_envs), n_envs, envs.act_dim))
+    start = time.perf_counter()
+    for row in actions:
+        envs.step(row)
+    elapsed = time.perf_counter() - start
+    envs.close()
+    return actions.shape[0] * n_envs / elapsed
+
+
 def raw_atari_steps_per_second(task: str, steps: int, num_envs: int = 8) -> float:
     """Agent steps/s (4 frames each) of the lock-step environments the Atari runs train on."""
     envs = AtariLockstepEnvs(task, list(range(num_envs)), load_protocol("paper2017"))
@@ -60,7 +76,9 @@ def raw_atari_steps_per_second(task: str, steps: int, num_envs: int = 8) -> floa
     return actions.size / elapsed
 
 
-def ours_steps_per_second(task: str, n_runs: int, steps: int, variant: str | None = None) -> float:
+def ours_steps_per_second(task: str, n_runs: int, steps: int, variant: str | None = None) -> dict:
+    """Group steps/s over the whole call (set-up included) and in its last iteration (steady state, what a
+    1M-step run mostly sees), with that iteration's split into rollout and update."""
     if variant is None:
         preset = load_preset("ppo_mujoco_paper")
         cfg = build_config({**preset.config, "total_steps": steps}, "benchmark")
@@ -68,8 +86,14 @@ def ours_steps_per_second(task: str, n_runs: int, steps: int, variant: str | Non
         cfg = load_variant(variant, total_steps=steps).config
     specs = [RunSpec(f"bench{i}", task, cfg, i) for i in range(n_runs)]
     start = time.perf_counter()
-    train_group(specs, log=lambda _: None)
-    return n_runs * steps / (time.perf_counter() - start)
+    results = train_group(specs, log=lambda _: None)
+    total = time.perf_counter() - start
+    last = results[0].timing.iloc[-1]  # one group-wide clock: every run's row holds the same seconds
+    last_seconds = last.rollout_seconds + last.optimize_seconds
+    last_steps = sum(int(r.timing.global_step.iloc[-1] - (r.timing.global_step.iloc[-2] if len(r.timing) > 1 else 0))
+                     for r in results)
+    return {"sps": n_runs * steps / total, "steady_sps": last_steps / last_seconds,
+            "rollout_share": last.rollout_seconds / last_seconds}
 
 
 def sb3_steps_per_second(task: str, steps: int) -> float:
@@ -85,45 +109,100 @@ def sb3_steps_per_second(task: str, steps: int) -> float:
     return steps / (time.perf_counter() - start)
 
 
+def measure_task(task: str, groups: list[int], steps: int, repeats: int, variants: list[str] | None,
+                 sb3: bool) -> list[dict]:
+    """Every measure of one task, ``repeats`` times interleaved (drift in machine load hits them alike);
+    one row per measure with the median."""
+    torch.set_num_threads(1)
+    raw_steps = max(steps, 20_000)
+    measures = {"raw": lambda: {"sps": raw_steps_per_second(task, raw_steps)}}
+    for n in groups:
+        if n > 1 and not is_atari(task):
+            measures[f"raw-{n}"] = lambda n=n: {"sps": raw_group_steps_per_second(task, n, raw_steps)}
+        for variant in variants or [None]:
+            measures[f"{variant or 'ours'}-{n}"] = lambda n=n, v=variant: ours_steps_per_second(task, n, steps, v)
+    if sb3:
+        measures["sb3"] = lambda: {"sps": sb3_steps_per_second(task, steps)}
+    samples: dict[str, list[dict]] = {k: [] for k in measures}
+    for _ in range(repeats):
+        for name, measure in measures.items():
+            samples[name].append(measure())
+
+    def median(name: str, key: str = "sps") -> float:
+        return statistics.median(s[key] for s in samples[name]) if name in samples else np.nan
+
+    raw, ref = median("raw"), median("sb3")
+    rows = []
+    for name, values in samples.items():
+        sps = [v["sps"] for v in values]
+        med = statistics.median(sps)
+        group = int(name.rsplit("-", 1)[1]) if "-" in name else 1
+        raw_group = median(f"raw-{group}") if group > 1 else raw
+        rows.append({
+            "task": task, "measure": name, "runs": group, "steps_per_s": round(med),
+            "min": round(min(sps)), "max": round(max(sps)), "repeats": len(values),
+            "steady_steps_per_s": round(median(name, "steady_sps")) if "steady_sps" in values[0] else None,
+            "rollout_share": round(median(name, "rollout_share"), 2) if "rollout_share" in values[0] else None,
+            "ratio_vs_raw": round(med / raw, 3),
+            "steady_vs_raw": round(median(name, "steady_sps") / raw, 3) if "steady_sps" in values[0] else None,
+            "steady_vs_raw_group": round(median(name, "steady_sps") / raw_group, 3) if "steady_sps" in values[0] else None,
+            "ratio_vs_sb3": round(med / ref, 2) if ref == ref else None,
+            "torch_threads": 1,
+        })
+    return rows
+
+
+def projected_grid_hours(table: pd.DataFrame, runs: int, steps: int, cores: int, measure: str,
+                         column: str = "steps_per_s") -> float:
+    """Wall hours of one job per task (``runs`` runs × ``steps`` steps each) on ``cores`` cores, longest
+    job first as the pipeline schedules them (workflow/rules/train.smk priority), at the measured rates."""
+    rows = table[table.measure == measure]
+    seconds = sorted((runs * steps / rate for rate in rows[column]), reverse=True)
+    load = [0.0] * cores
+    for s in seconds:
+        load[load.index(min(load))] += s
+    return max(load) / 3600
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--task", default="Hopper-v5")
+    p.add_argument("--task", "--tasks", dest="tasks", nargs="+", default=["Hopper-v5"])
     p.add_argument("--groups", type=int, nargs="+", default=[1, 11, 33])
     p.add_argument("--steps", type=int, default=8192, help="env steps per run (multiple of 2048)")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--variants", nargs="+", default=None,
                    help="experiments/variants files to measure instead of the PPO preset (any algorithm)")
     p.add_argument("--sb3", action="store_true", help="also measure Stable-Baselines3 PPO")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="tasks measured at once, one process each (2 = both cores busy, as in the pipeline)")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
-    torch.set_num_threads(1)
 
-    measures = {"raw": lambda: raw_steps_per_second(args.task, max(args.steps, 20_000))}
-    for n in args.groups:
-        for variant in args.variants or [None]:
-            name = f"{variant or 'ours'}-{n}"
-            measures[name] = lambda n=n, v=variant: ours_steps_per_second(args.task, n, args.steps, v)
-    if args.sb3:
-        measures["sb3"] = lambda: sb3_steps_per_second(args.task, args.steps)
-    samples: dict[str, list[float]] = {k: [] for k in measures}
-    for _ in range(args.repeats):  # interleaved, so drift in machine load hits every measure alike
-        for name, measure in measures.items():
-            samples[name].append(measure())
-
-    raw = statistics.median(samples["raw"])
-    sb3 = statistics.median(samples["sb3"]) if "sb3" in samples else np.nan
-    rows = []
-    for name, values in samples.items():
-        med = statistics.median(values)
-        rows.append({"task": args.task, "measure": name, "steps_per_s": round(med),
-                     "min": round(min(values)), "max": round(max(values)), "repeats": len(values),
-                     "ratio_vs_raw": round(med / raw, 3), "ratio_vs_sb3": round(med / sb3, 2) if sb3 == sb3 else None,
-                     "torch_threads": 1, "per_core": True})
-    df = pd.DataFrame(rows)
-    print(df.to_string(index=False))
+    work = [(t, args.groups, args.steps, args.repeats, args.variants, args.sb3) for t in args.tasks]
+    if args.jobs > 1:
+        from concurrent.futures import ProcessPoolExecutor
+        with ProcessPoolExecutor(args.jobs) as pool:
+            per_task = list(pool.map(measure_task, *zip(*work)))
+    else:
+        per_task = [measure_task(*w) for w in work]
+    table = pd.DataFrame([row for rows in per_task for row in rows])
+    table["jobs_at_once"] = args.jobs
+    print(table.to_string(index=False))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        df.to_csv(args.out, index=False)
+        table.to_csv(args.out, index=False)
+
+    table1_tasks = {"HalfCheetah-v5", "Hopper-v5", "InvertedDoublePendulum-v5", "InvertedPendulum-v5",
+                    "Reacher-v5", "Swimmer-v5", "Walker2d-v5"}
+    if table1_tasks <= set(args.tasks) and 33 in args.groups and not args.variants:
+        print("\nTable 1 at paper scale (7 jobs of 33 runs × 1M steps, longest first on 2 cores), projected "
+              "from the rates above:")
+        for label, measure, column in [("simulator alone (raw, 1 env)", "raw", "steps_per_s"),
+                                       ("simulator alone (raw-33: the group's 33 envs)", "raw-33", "steps_per_s"),
+                                       ("training, steady state (last iteration)", "ours-33", "steady_steps_per_s"),
+                                       ("training, whole benchmark run (set-up included)", "ours-33", "steps_per_s")]:
+            hours = projected_grid_hours(table[table.task.isin(table1_tasks)], 33, 1_000_000, 2, measure, column)
+            print(f"  {label:52s} {hours:5.2f} h")
     return 0
 
 

@@ -1,0 +1,119 @@
+#!/usr/bin/env python
+"""How to step the N MuJoCo environments of a group: the ways side by side, random actions, one process.
+
+    python benchmarks/env_stepping.py --tasks Hopper-v5 HalfCheetah-v5 --envs 33 --steps 40000 --repeats 3 \
+        --out results/benchmarks/env_stepping.csv
+
+Measures (environment steps/s on one core, median of ``--repeats``, interleaved):
+  single        one gymnasium env, a plain ``env.step`` loop: the simulator alone
+  lockstep      ppo.envs.LockstepEnvs with N envs: what training steps (plain loop, same-step auto-reset,
+                final observations kept for time-limit bootstrapping)
+  sync_vector   gymnasium.vector.SyncVectorEnv with N envs, same-step auto-reset
+  envpool       EnvPool with N envs on one thread, if installed (pip install envpool). Its MuJoCo tasks are
+                its own C++ ports of the gym/gymnasium definitions (same ids), not gymnasium's code: shown for
+                scale only; the project keeps gymnasium's task definitions.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pandas as pd
+
+from ppo.envs import LockstepEnvs
+
+
+def actions_for(space: gym.spaces.Box, rows: int, n: int) -> np.ndarray:
+    return np.random.default_rng(0).uniform(space.low, space.high, size=(rows, n, space.shape[0]))
+
+
+def single(task: str, n: int, steps: int) -> float:
+    env = gym.make(task, disable_env_checker=True)
+    env.reset(seed=0)
+    actions = actions_for(env.action_space, steps, 1)[:, 0]
+    start = time.perf_counter()
+    for action in actions:
+        _, _, terminated, truncated, _ = env.step(action)
+        if terminated or truncated:
+            env.reset()
+    return steps / (time.perf_counter() - start)
+
+
+def lockstep(task: str, n: int, steps: int) -> float:
+    envs = LockstepEnvs(task, list(range(n)))
+    actions = actions_for(envs.envs[0].action_space, steps // n, n)
+    start = time.perf_counter()
+    for row in actions:
+        envs.step(row)
+    elapsed = time.perf_counter() - start
+    envs.close()
+    return actions.shape[0] * n / elapsed
+
+
+def sync_vector(task: str, n: int, steps: int) -> float:
+    envs = gym.vector.SyncVectorEnv([lambda: gym.make(task, disable_env_checker=True)] * n,
+                                    autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    envs.reset(seed=list(range(n)))
+    actions = actions_for(envs.single_action_space, steps // n, n)
+    start = time.perf_counter()
+    for row in actions:
+        envs.step(row)
+    elapsed = time.perf_counter() - start
+    envs.close()
+    return actions.shape[0] * n / elapsed
+
+
+def envpool_steps(task: str, n: int, steps: int) -> float:
+    import envpool  # optional, for scale only
+
+    envs = envpool.make_gymnasium(task, num_envs=n, num_threads=1, batch_size=n, seed=0)
+    envs.reset()
+    actions = actions_for(envs.action_space, steps // n, n)
+    start = time.perf_counter()
+    for row in actions:
+        envs.step(row)
+    elapsed = time.perf_counter() - start
+    envs.close()
+    return actions.shape[0] * n / elapsed
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--tasks", nargs="+", default=["Hopper-v5"])
+    p.add_argument("--envs", type=int, default=33, help="environments of one group (33 = a Table 1 task)")
+    p.add_argument("--steps", type=int, default=40_000)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--out", type=Path, default=None)
+    args = p.parse_args(argv)
+    ways = {"single": single, "lockstep": lockstep, "sync_vector": sync_vector}
+    try:
+        import envpool  # noqa: F401
+        ways["envpool"] = envpool_steps
+    except ImportError:
+        print("envpool not installed: its column is left out")
+    rows = []
+    for task in args.tasks:
+        samples = {name: [] for name in ways}
+        for _ in range(args.repeats):
+            for name, way in ways.items():
+                samples[name].append(way(task, args.envs, args.steps))
+        base = statistics.median(samples["single"])
+        for name, values in samples.items():
+            med = statistics.median(values)
+            rows.append({"task": task, "way": name, "envs": 1 if name == "single" else args.envs,
+                         "steps_per_s": round(med), "min": round(min(values)), "max": round(max(values)),
+                         "ratio_vs_single": round(med / base, 3), "repeats": args.repeats})
+    table = pd.DataFrame(rows)
+    print(table.to_string(index=False))
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        table.to_csv(args.out, index=False)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

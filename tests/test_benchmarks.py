@@ -1,0 +1,33 @@
+"""The throughput benchmark's bookkeeping (its rates are measured, not tested): the table it writes and the
+projection of the Table 1 grid's wall time from it."""
+import importlib.util
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+spec = importlib.util.spec_from_file_location("throughput", Path(__file__).parents[1] / "benchmarks/throughput.py")
+throughput = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(throughput)
+
+
+def test_projection_schedules_longest_job_first_on_the_cores():
+    # jobs of 5, 4, 3, 3, 2, 2, 1 hours: longest first on 2 cores -> {5, 3, 2} and {4, 3, 2, 1}: 10 h each
+    hours = [5, 4, 3, 3, 2, 2, 1]
+    table = pd.DataFrame({"measure": "ours-33", "steps_per_s": [2 * 100 / (h * 3600) for h in hours]})
+    assert throughput.projected_grid_hours(table, runs=2, steps=100, cores=2, measure="ours-33") == pytest.approx(10)
+    assert throughput.projected_grid_hours(table, runs=2, steps=100, cores=1, measure="ours-33") == pytest.approx(20)
+    # one long job bounds the wall time however many cores there are
+    assert throughput.projected_grid_hours(table, runs=2, steps=100, cores=7, measure="ours-33") == pytest.approx(5)
+
+
+def test_rows_name_each_measure_and_divide_by_the_right_simulator_rate():
+    rows = pd.DataFrame(throughput.measure_task("InvertedPendulum-v5", [1, 2], 2048, 1, None, False))
+    assert list(rows.measure) == ["raw", "ours-1", "raw-2", "ours-2"]
+    by = rows.set_index("measure")
+    assert by.loc["raw", "ratio_vs_raw"] == 1.0
+    assert by.loc["ours-2", "runs"] == 2
+    # one iteration of 2048 steps per run: steady state is that iteration, over both runs' steps
+    assert 0 < by.loc["ours-2", "rollout_share"] < 1
+    expected = by.loc["ours-2", "steady_steps_per_s"] / by.loc["raw-2", "steps_per_s"]
+    assert by.loc["ours-2", "steady_vs_raw_group"] == pytest.approx(expected, abs=6e-4)  # rounded to 3 decimals
