@@ -5,8 +5,8 @@
         --out results/benchmarks/env_stepping.csv
 
 Measures (environment steps/s on one core, median of ``--repeats``, interleaved):
-  single        one gymnasium env, a plain ``env.step`` loop: the simulator alone
-  lockstep      ppo.envs.LockstepEnvs with N envs: what training steps (plain loop, same-step auto-reset,
+  single        one gymnasium env, a plain ``env.step`` loop: the simulator alone (throughput.py's ``raw``)
+  lockstep      ppo.envs.LockstepEnvs with N envs (throughput.py's ``raw-N``): what training steps (plain loop, same-step auto-reset,
                 final observations kept for time-limit bootstrapping)
   sync_vector   gymnasium.vector.SyncVectorEnv with N envs, same-step auto-reset
   envpool       EnvPool with N envs on one thread, if installed (pip install envpool). Its MuJoCo tasks are
@@ -24,34 +24,11 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 
-from ppo.envs import LockstepEnvs
+from throughput import raw_group_steps_per_second, raw_steps_per_second  # benchmarks/throughput.py
 
 
 def actions_for(space: gym.spaces.Box, rows: int, n: int) -> np.ndarray:
     return np.random.default_rng(0).uniform(space.low, space.high, size=(rows, n, space.shape[0]))
-
-
-def single(task: str, n: int, steps: int) -> float:
-    env = gym.make(task, disable_env_checker=True)
-    env.reset(seed=0)
-    actions = actions_for(env.action_space, steps, 1)[:, 0]
-    start = time.perf_counter()
-    for action in actions:
-        _, _, terminated, truncated, _ = env.step(action)
-        if terminated or truncated:
-            env.reset()
-    return steps / (time.perf_counter() - start)
-
-
-def lockstep(task: str, n: int, steps: int) -> float:
-    envs = LockstepEnvs(task, list(range(n)))
-    actions = actions_for(envs.envs[0].action_space, steps // n, n)
-    start = time.perf_counter()
-    for row in actions:
-        envs.step(row)
-    elapsed = time.perf_counter() - start
-    envs.close()
-    return actions.shape[0] * n / elapsed
 
 
 def sync_vector(task: str, n: int, steps: int) -> float:
@@ -89,7 +66,8 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
-    ways = {"single": single, "lockstep": lockstep, "sync_vector": sync_vector}
+    ways = {"single": lambda task, n, steps: raw_steps_per_second(task, steps),
+            "lockstep": raw_group_steps_per_second, "sync_vector": sync_vector}
     try:
         import envpool  # noqa: F401
         ways["envpool"] = envpool_steps
