@@ -92,7 +92,9 @@ def ours_steps_per_second(task: str, n_runs: int, steps: int, variant: str | Non
     last_seconds = last.rollout_seconds + last.optimize_seconds
     last_steps = sum(int(r.timing.global_step.iloc[-1] - (r.timing.global_step.iloc[-2] if len(r.timing) > 1 else 0))
                      for r in results)
-    return {"sps": n_runs * steps / total, "steady_sps": last_steps / last_seconds,
+    # steps actually taken: CEM finishes whole generations of episodes, so it can overshoot ``steps`` far
+    taken = sum(int(r.timing.global_step.iloc[-1]) for r in results)
+    return {"sps": taken / total, "steady_sps": last_steps / last_seconds,
             "rollout_share": last.rollout_seconds / last_seconds}
 
 
@@ -152,11 +154,12 @@ def measure_task(task: str, groups: list[int], steps: int, repeats: int, variant
     return rows
 
 
-def projected_grid_hours(table: pd.DataFrame, runs: int, steps: int, cores: int, measure: str,
+def projected_grid_hours(table: pd.DataFrame, runs: int, steps: int, cores: int, measure: str | list[str],
                          column: str = "steps_per_s") -> float:
-    """Wall hours of one job per task (``runs`` runs × ``steps`` steps each) on ``cores`` cores, longest
-    job first as the pipeline schedules them (workflow/rules/train.smk priority), at the measured rates."""
-    rows = table[table.measure == measure]
+    """Wall hours of one job per row of ``measure`` (a task, or a task and algorithm: ``runs`` runs ×
+    ``steps`` steps each) on ``cores`` cores, longest job first as the pipeline schedules them
+    (workflow/rules/train.smk priority), at the measured rates."""
+    rows = table[table.measure.isin([measure] if isinstance(measure, str) else measure)]
     seconds = sorted((runs * steps / rate for rate in rows[column]), reverse=True)
     load = [0.0] * cores
     for s in seconds:
@@ -203,6 +206,12 @@ def main(argv=None) -> int:
                                        ("training, whole benchmark run (set-up included)", "ours-33", "steps_per_s")]:
             hours = projected_grid_hours(table[table.task.isin(table1_tasks)], 33, 1_000_000, 2, measure, column)
             print(f"  {label:52s} {hours:5.2f} h")
+    if table1_tasks <= set(args.tasks) and args.variants:
+        for n in args.groups:
+            hours = projected_grid_hours(table[table.task.isin(table1_tasks)], n, 1_000_000, 2,
+                                         [f"{v}-{n}" for v in args.variants])
+            print(f"\n{len(args.variants)} variants × 7 tasks, one job of {n} runs × 1M steps per task and variant "
+                  f"(Figure 3 at paper scale with n = 3), longest first on 2 cores: {hours:.2f} h projected")
     return 0
 
 

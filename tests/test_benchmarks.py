@@ -31,3 +31,11 @@ def test_rows_name_each_measure_and_divide_by_the_right_simulator_rate():
     assert 0 < by.loc["ours-2", "rollout_share"] < 1
     expected = by.loc["ours-2", "steady_steps_per_s"] / by.loc["raw-2", "steps_per_s"]
     assert by.loc["ours-2", "steady_vs_raw_group"] == pytest.approx(expected, abs=6e-4)  # rounded to 3 decimals
+
+
+def test_projection_of_several_algorithms_counts_one_job_per_task_and_algorithm():
+    # Figure 3's shape: jobs of 3 runs per (task, algorithm); 2 h, 2 h and 1 h of work on 2 cores -> 3 h
+    table = pd.DataFrame({"measure": ["trpo-3", "cem-3", "trpo-3", "ours-33"],
+                          "steps_per_s": [3 * 100 / 7200, 3 * 100 / 7200, 3 * 100 / 3600, 1.0]})
+    assert throughput.projected_grid_hours(table, runs=3, steps=100, cores=2,
+                                           measure=["trpo-3", "cem-3"]) == pytest.approx(3)
