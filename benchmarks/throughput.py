@@ -1,20 +1,24 @@
 #!/usr/bin/env python
 """Training throughput beside the raw simulator and Stable-Baselines3, measured in one invocation.
 
-    python benchmarks/throughput.py --task Hopper-v5 --groups 1 11 33 --steps 8192 --repeats 3 \
-        --sb3 --out results/benchmarks/throughput_Hopper-v5.csv
-    python benchmarks/throughput.py --task Hopper-v5 --groups 1 --variants clip_0.2 a2c trpo cem
+    python benchmarks/throughput.py --tasks Hopper-v5 Walker2d-v5 InvertedDoublePendulum-v5 Swimmer-v5 \
+        HalfCheetah-v5 Reacher-v5 InvertedPendulum-v5 --groups 1 33 --steps 6144 --repeats 3 --sb3 --jobs 2 \
+        --out results/benchmarks/throughput_table1.csv
+    python benchmarks/throughput.py --task Hopper-v5 --groups 3 --variants clip_0.2 a2c trpo cem
     python benchmarks/throughput.py --task ALE/Breakout-v5 --groups 1 --steps 8192 --variants atari_ppo atari_a2c
 
-
-For one task it measures, each `--repeats` times (median reported):
+For each task it measures, each `--repeats` times interleaved (median reported):
   raw      gymnasium env stepped with presampled random actions (same construction as training; for an
            Atari task the 8 environments of ppo.atari.AtariLockstepEnvs under the paper2017 protocol)
+  raw-N    the N lock-step environments of a group (ppo.envs.LockstepEnvs), random actions (MuJoCo)
   ours-N   PPO paper preset, a group of N runs in one process, each run `--steps` env steps
-           (with --variants: each variant file's algorithm and settings, e.g. `trpo-N`, side by side)
+           (with --variants: each variant file's algorithm and settings, e.g. `trpo-N`, side by side):
+           over the whole call, and in its last iteration (steady) with that iteration's rollout share
   sb3      Stable-Baselines3 PPO with the paper's hyperparameters (optional: pip install '.[bench]')
-All on one core (torch threads = 1). Steps/s counts environment steps summed over the group's runs.
-Ratios: ours/raw (how close training gets to pure simulation) and ours/sb3.
+Each measure on one core (torch threads = 1); `--jobs 2` measures two tasks at once, one per core.
+Steps/s counts environment steps taken, summed over the group's runs. Ratios: ours/raw (how close training
+gets to pure simulation), ours/raw-N, ours/sb3. With all seven MuJoCo tasks it projects the paper-scale
+Table 1 grid (or, with --variants, one job per task and variant as Figure 3 runs) on 2 cores.
 """
 from __future__ import annotations
 
