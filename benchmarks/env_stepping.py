@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 import pandas as pd
 
-from throughput import raw_group_steps_per_second, raw_steps_per_second  # benchmarks/throughput.py
+from throughput import raw_group_steps_per_second, raw_steps_per_second, timed_steps  # benchmarks/throughput.py
 
 
 def actions_for(space: gym.spaces.Box, rows: int, n: int) -> np.ndarray:
@@ -35,13 +34,7 @@ def sync_vector(task: str, n: int, steps: int) -> float:
     envs = gym.vector.SyncVectorEnv([lambda: gym.make(task, disable_env_checker=True)] * n,
                                     autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
     envs.reset(seed=list(range(n)))
-    actions = actions_for(envs.single_action_space, steps // n, n)
-    start = time.perf_counter()
-    for row in actions:
-        envs.step(row)
-    elapsed = time.perf_counter() - start
-    envs.close()
-    return actions.shape[0] * n / elapsed
+    return timed_steps(envs, actions_for(envs.single_action_space, steps // n, n))
 
 
 def envpool_steps(task: str, n: int, steps: int) -> float:
@@ -49,13 +42,7 @@ def envpool_steps(task: str, n: int, steps: int) -> float:
 
     envs = envpool.make_gymnasium(task, num_envs=n, num_threads=1, batch_size=n, seed=0)
     envs.reset()
-    actions = actions_for(envs.action_space, steps // n, n)
-    start = time.perf_counter()
-    for row in actions:
-        envs.step(row)
-    elapsed = time.perf_counter() - start
-    envs.close()
-    return actions.shape[0] * n / elapsed
+    return timed_steps(envs, actions_for(envs.action_space, steps // n, n))
 
 
 def main(argv=None) -> int:
