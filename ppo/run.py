@@ -5,17 +5,21 @@
 
 The runs are named by their output files (``<runs>/<task>/<variant>/seed<k>/<file>``), which is what the
 Snakemake rule passes as ``{output}``; their settings are resolved from the study's files (ppo.study),
-exactly as the Snakefile resolved them when it planned the job.
+exactly as the Snakefile resolved them when it planned the job. With ``--copy-from <run dir>`` the one
+run named is not trained but copied from the same run finished in another study (ppo.study.shared_runs).
 """
 from __future__ import annotations
 
 import argparse
 import hashlib
+import json
+import shutil
 import sys
 from pathlib import Path
 
 import torch
 
+from . import records
 from .config import ConfigError
 from .records import unwritable
 from .study import Run, Study, load_study
@@ -51,6 +55,38 @@ def checkpoint_path(study: Study, run_dirs: list[Path]) -> Path:
     return runs_root.parent / "checkpoints" / f"{task.replace('/', '_')}-{key}.pt"
 
 
+def run_meta(study: Study, run: Run) -> dict:
+    """What the manifest says about the run's place in its study, beside what trained it."""
+    return {"study": study.name, "scale": study.scale, "scale_label": study.label, "reduced": study.reduced,
+            "variant": run.variant.name, "variant_label": run.variant.label, "paper_row": run.variant.paper_row,
+            "preset": run.variant.preset.name, "overrides": run.variant.overrides,
+            "config_digest": run.config_digest}
+
+
+COPIED_FILES = ("episodes.parquet", "updates.parquet", "timing.parquet", "model.pt")
+
+
+def copy_run(source: Path, run: Run, run_dir: Path, meta: dict) -> None:
+    """Make ``run_dir`` the run finished in ``source`` (ppo.study.shared_runs): its records and model as
+    they are, its manifest with this study's ``meta`` and ``copied_from``, written last as after training."""
+    manifest_path = source / "manifest.json"
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise ConfigError(f"{manifest_path}: cannot read the run to copy ({err})") from None
+    for field, expected in (("task", run.task), ("seed", run.seed), ("config_digest", run.config_digest)):
+        if manifest.get(field) != expected:
+            raise ConfigError(f"{manifest_path}: field {field} is {manifest.get(field)!r}, but run {run.run_id} "
+                              f"needs {expected!r}: not the same run")
+    missing = [name for name in COPIED_FILES if not (source / name).is_file()]
+    if missing:
+        raise ConfigError(f"{source}: the run to copy lacks {missing}")
+    for name in COPIED_FILES:
+        records.atomic_write(run_dir / name, lambda tmp, name=name: shutil.copyfile(source / name, tmp))
+    origin = {"run_dir": str(source), "study": manifest.get("study"), "scale": manifest.get("scale")}
+    records.write_json({**manifest, **meta, "copied_from": origin}, run_dir / "manifest.json")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--study", required=True)
@@ -58,6 +94,8 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--checkpoint-every", type=int, default=10,
                    help="save the group's state every N updates (0 = never); a restarted job resumes from it")
+    p.add_argument("--copy-from", type=Path, metavar="RUN_DIR",
+                   help="do not train: copy this finished run of another study (same task, seed, configuration)")
     p.add_argument("outputs", nargs="+", type=Path, help="output files of the runs to train (any file per run)")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -73,15 +111,19 @@ def main(argv=None) -> int:
     if problem:  # refuse now rather than after training: nothing was trained, nothing was changed
         print(f"error: {problem}; nothing was trained or changed", file=sys.stderr)
         return 2
-    specs = [
-        RunSpec(run.run_id, run.task, run.variant.config, run.seed, run_dir, meta={
-            "study": study.name, "scale": study.scale, "scale_label": study.label, "reduced": study.reduced,
-            "variant": run.variant.name, "variant_label": run.variant.label, "paper_row": run.variant.paper_row,
-            "preset": run.variant.preset.name, "overrides": run.variant.overrides,
-            "config_digest": run.config_digest,
-        })
-        for run, run_dir in zip(runs, run_dirs)
-    ]
+    if args.copy_from is not None:
+        if len(runs) != 1:
+            print(f"error: --copy-from copies one run, got outputs of {len(runs)}", file=sys.stderr)
+            return 2
+        try:
+            copy_run(args.copy_from, runs[0], run_dirs[0], run_meta(study, runs[0]))
+        except ConfigError as err:
+            print(f"error: {' '.join(str(err).split())}; nothing was copied", file=sys.stderr)
+            return 2
+        print(f"copied {args.copy_from} to {run_dirs[0]} (same task, seed and configuration)", flush=True)
+        return 0
+    specs = [RunSpec(run.run_id, run.task, run.variant.config, run.seed, run_dir, meta=run_meta(study, run))
+             for run, run_dir in zip(runs, run_dirs)]
     print(f"group of {len(specs)} runs of {specs[0].task}, {study.total_steps:,} steps each", flush=True)
     train_group(specs, log=lambda msg: print(msg, flush=True), checkpoint=checkpoint,
                 checkpoint_every=args.checkpoint_every)

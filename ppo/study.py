@@ -88,6 +88,24 @@ class Study:
         return groups
 
 
+def shared_runs(studies: list[Study]) -> dict[tuple[str, str], tuple[Study, Run]]:
+    """Runs that an earlier study in ``studies`` also has: (study name, run id) -> (that study, its run).
+
+    Same task, seed and resolved configuration (config digest) means the same records: a run's results
+    depend on those alone, never on its study or on the runs that share its group
+    (tests/test_group_training.py). So Figure 3's PPO runs are copies of Table 1's ε = 0.2 runs, not a
+    second training of them. Within one study, two identical variants both train (each is asked for)."""
+    first: dict[tuple, tuple[Study, Run]] = {}
+    shared = {}
+    for study in studies:
+        for run in study.runs():
+            key = (run.task, run.seed, run.config_digest)
+            owner = first.setdefault(key, (study, run))
+            if owner[0].name != study.name:
+                shared[(study.name, run.run_id)] = owner
+    return shared
+
+
 def _positive_int(value, field: str, path: Path | str) -> int:
     if isinstance(value, float) and value.is_integer():
         value = int(value)

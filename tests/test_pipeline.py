@@ -37,6 +37,13 @@ def test_smoke_pipeline_produces_the_report(project):
         assert key in manifest
     assert manifest["config"]["objective"]["clip_epsilon"] == 0.2 and manifest["env_version"] == "v5"
     assert "SMOKE" in (report / "table1.md").read_text()  # the reduced budget is stated in the table
+    # Figure 3's PPO runs are Table 1's clip 0.2 runs, copied rather than trained a second time.
+    original = "results/table1/smoke/runs/Hopper-v5/clip_0.2/seed0"
+    copied = project / "results/figure3/smoke/runs/Hopper-v5/clip_0.2/seed0"
+    assert json.loads((copied / "manifest.json").read_text())["copied_from"]["run_dir"] == original
+    assert (copied / "episodes.parquet").read_bytes() == (project / original / "episodes.parquet").read_bytes()
+    assert (project / "logs/figure3/smoke/copy_Hopper-clip_0.2-seed0.log").exists()
+    assert not list((project / "logs/figure3/smoke").glob("train_*-ppo-*.log"))
     # Nothing left to do on a second invocation.
     again = subprocess.run([*SNAKEMAKE, "-n", "--config", "scale=smoke"], cwd=project, capture_output=True, text=True)
     assert "Nothing to be done" in again.stdout + again.stderr

@@ -12,7 +12,8 @@ os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get(
 from ppo.atari import is_atari
 from ppo.config import ConfigError
 from ppo.records import unwritable
-from ppo.study import load_study
+from ppo.envs import task_name
+from ppo.study import load_study, shared_runs
 
 # Every experiment file is read and validated here, before any job starts: a bad file stops the plan
 # with its path and field named, and loses nothing already computed.
@@ -67,9 +68,15 @@ def is_current(study, run):
         return False
 
 
+# A run that an earlier study also has (same task, seed and resolved configuration: Figure 3's PPO is
+# Table 1's clip 0.2) is trained once and copied; the copy has the same records (ppo.study.shared_runs).
+SHARED = shared_runs(STUDIES)
+COPIES = [(study, run, *SHARED[(study.name, run.run_id)]) for study in STUDIES for run in study.runs()
+          if (study.name, run.run_id) in SHARED and not is_current(study, run)]
 # Only runs that are missing or whose resolved configuration changed are packed into training jobs, so
 # a new variant or more seeds train just the new runs, and changing group_size re-trains nothing.
-PENDING = {study.name: [r for r in study.runs() if not is_current(study, r)] for study in STUDIES}
+PENDING = {study.name: [r for r in study.runs() if (study.name, r.run_id) not in SHARED and not is_current(study, r)]
+           for study in STUDIES}
 GROUPS = [(study, group) for study in STUDIES for group in study.groups(config["group_size"], PENDING[study.name])]
 
 
@@ -77,6 +84,7 @@ onstart:
     # Not in a dry run, and only when there is work to do: a read-only results folder stops the run here,
     # before any job starts, instead of failing every job.
     problem = unwritable([run_dir(s, r) for s in STUDIES for r in PENDING[s.name]]
+                         + [run_dir(s, r) for s, r, _, _ in COPIES]
                          + [f"{results_dir(s)}/{d}" for s in STUDIES for d in ("checkpoints", "benchmarks", "report")]
                          + ["results/random", "logs"])
     if problem:

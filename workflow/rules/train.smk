@@ -31,6 +31,29 @@ for _study, _group in GROUPS:
             "--checkpoint-every {params.checkpoint_every} {output} > {log} 2>&1"
 
 
+# A run another study already trains (see SHARED in common.smk) is copied from it, records unchanged.
+for _study, _run, _owner, _owner_run in COPIES:
+
+    rule:
+        name:
+            f"copy_{_study.name}_{task_name(_run.task)}-{_run.variant.name}-seed{_run.seed}".replace(".", "_")
+        input:
+            run_outputs(_owner, [_owner_run]),
+        output:
+            run_outputs(_study, [_run]),
+        params:
+            study=_study.name,
+            scale=_study.scale,
+            source=run_dir(_owner, _owner_run),
+            configs={_run.run_id: _run.config_digest},
+        log:
+            f"{log_dir(_study)}/copy_{task_name(_run.task)}-{_run.variant.name}-seed{_run.seed}.log",
+        localrule: True
+        shell:
+            "python -m ppo.run --study {params.study} --scale {params.scale} --copy-from {params.source} "
+            "{output} > {log} 2>&1"
+
+
 rule random_policy:
     output:
         "results/random/{task}.parquet",

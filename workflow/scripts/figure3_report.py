@@ -99,6 +99,8 @@ THROUGHPUT_NOTE = (
     "updates.parquet) over the job's wall time (manifest wall_seconds; wall_source says when the last "
     "updates.parquet wall_time stood in); per task and algorithm, summed steps over summed wall time of its "
     "groups. group_sizes matters: a group steps its runs together, so larger groups run more steps per second. "
+    "When Table 1 ran in the same pipeline, PPO's runs are copies of its clip 0.2 runs (manifest copied_from), "
+    "and their rate is that of Table 1's groups, all its settings of the task together. "
     "ratio_to_ppo divides by PPO's rate on the same task; the median row takes the median over tasks of each "
     "column (so its ratio is not the ratio of its medians). Measured on whatever machine trained the runs."
 )
