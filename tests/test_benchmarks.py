@@ -39,3 +39,23 @@ def test_projection_of_several_algorithms_counts_one_job_per_task_and_algorithm(
                           "steps_per_s": [3 * 100 / 7200, 3 * 100 / 7200, 3 * 100 / 3600, 1.0]})
     assert throughput.projected_grid_hours(table, runs=3, steps=100, cores=2,
                                            measure=["trpo-3", "cem-3"]) == pytest.approx(3)
+
+
+overheads_spec = importlib.util.spec_from_file_location("overheads", Path(__file__).parents[1] / "benchmarks/overheads.py")
+overheads = importlib.util.module_from_spec(overheads_spec)
+overheads_spec.loader.exec_module(overheads)
+
+
+def test_overheads_split_a_real_rollout_and_put_the_simulator_back():
+    algo = overheads.paper_group("InvertedPendulum-v5", 1)
+    sim, rest = overheads.rollout_split(algo)
+    assert sim > 0 and rest > 0
+    steps_before = algo.ctx.log.steps.copy()
+    overheads.rollout_without_sim(algo)  # the stub steps nothing, the log still counts its lock-steps
+    assert algo.ctx.log.steps[0] == steps_before[0] + algo.batch_size
+    # The real environments are back afterwards: they step and end episodes again.
+    assert "step" not in vars(algo.ctx.envs)
+    assert "collect" not in vars(algo)
+    episodes = len(algo.ctx.log.episodes[0])
+    algo.collect()
+    assert len(algo.ctx.log.episodes[0]) > episodes
