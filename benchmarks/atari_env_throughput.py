@@ -30,6 +30,7 @@ from ale_py.registration import rom_id_to_name
 from ale_py.vector_env import AtariVectorEnv
 
 from ppo.atari import AtariLockstepEnvs, AtariProtocol, load_protocol, make_atari_env
+from throughput import show_and_save  # benchmarks/throughput.py
 
 ROM_IDS = {rom_id_to_name(rom): rom for rom in ale_py.roms.get_all_rom_ids()}  # "Pong" -> "pong"
 
@@ -125,11 +126,7 @@ def main(argv=None) -> int:
                          "steps_per_s": round(statistics.median(values)), "min": round(min(values)),
                          "max": round(max(values)), "repeats": len(values),
                          "agent_steps_per_repeat": args.steps * args.envs, "frame_skip": protocol.frame_skip})
-    df = pd.DataFrame(rows)
-    print(df.to_string(index=False))
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        df.to_csv(args.out, index=False)
+    show_and_save(pd.DataFrame(rows), args.out)
     return 0
 
 

@@ -23,7 +23,8 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 
-from throughput import raw_group_steps_per_second, raw_steps_per_second, timed_steps  # benchmarks/throughput.py
+from throughput import (raw_group_steps_per_second, raw_steps_per_second, show_and_save,  # benchmarks/throughput.py
+                        timed_steps)
 
 
 def actions_for(space: gym.spaces.Box, rows: int, n: int) -> np.ndarray:
@@ -72,11 +73,7 @@ def main(argv=None) -> int:
             rows.append({"task": task, "way": name, "envs": 1 if name == "single" else args.envs,
                          "steps_per_s": round(med), "min": round(min(values)), "max": round(max(values)),
                          "ratio_vs_single": round(med / base, 3), "repeats": args.repeats})
-    table = pd.DataFrame(rows)
-    print(table.to_string(index=False))
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        table.to_csv(args.out, index=False)
+    show_and_save(pd.DataFrame(rows), args.out)
     return 0
 
 

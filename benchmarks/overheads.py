@@ -29,6 +29,7 @@ from ppo.algorithms.ppo import PPO
 from ppo.batched import GaussianActorCritic
 from ppo.config import build_config, load_preset
 from ppo.rollout import group_context
+from throughput import show_and_save  # benchmarks/throughput.py
 
 
 def paper_group(task: str, runs: int) -> PPO:
@@ -135,10 +136,7 @@ def main(argv=None) -> int:
     torch.set_num_threads(1)
     table = pd.DataFrame([row for task in args.tasks for row in measure(task, args.runs, args.repeats, args.groups)])
     table["microseconds"] = table["microseconds"].round(1)
-    print(table.to_string(index=False))
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        table.to_csv(args.out, index=False)
+    show_and_save(table, args.out)
     return 0
 
 

@@ -175,6 +175,14 @@ def projected_grid_hours(table: pd.DataFrame, runs: int, steps: int, cores: int,
     return max(load) / 3600
 
 
+def show_and_save(table: pd.DataFrame, out: Path | None) -> None:
+    """Every benchmark's ending: the table on stdout and, with ``--out``, as CSV."""
+    print(table.to_string(index=False))
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        table.to_csv(out, index=False)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--task", "--tasks", dest="tasks", nargs="+", default=["Hopper-v5"])
@@ -198,10 +206,7 @@ def main(argv=None) -> int:
         per_task = [measure_task(*w) for w in work]
     table = pd.DataFrame([row for rows in per_task for row in rows])
     table["jobs_at_once"] = args.jobs
-    print(table.to_string(index=False))
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        table.to_csv(args.out, index=False)
+    show_and_save(table, args.out)
 
     table1_tasks = {"HalfCheetah-v5", "Hopper-v5", "InvertedDoublePendulum-v5", "InvertedPendulum-v5",
                     "Reacher-v5", "Swimmer-v5", "Walker2d-v5"}
