@@ -33,10 +33,11 @@ for _study, _group in GROUPS:
 
 # A run another study already trains (see SHARED in common.smk) is copied from it, records unchanged.
 for _study, _run, _owner, _owner_run in COPIES:
+    _copy_id = f"{task_name(_run.task)}-{_run.variant.name}-seed{_run.seed}"
 
     rule:
         name:
-            f"copy_{_study.name}_{task_name(_run.task)}-{_run.variant.name}-seed{_run.seed}".replace(".", "_")
+            f"copy_{_study.name}_{_copy_id}".replace(".", "_")  # a rule name cannot hold a dot
         input:
             run_outputs(_owner, [_owner_run]),
         output:
@@ -47,7 +48,7 @@ for _study, _run, _owner, _owner_run in COPIES:
             source=run_dir(_owner, _owner_run),
             configs={_run.run_id: _run.config_digest},
         log:
-            f"{log_dir(_study)}/copy_{task_name(_run.task)}-{_run.variant.name}-seed{_run.seed}.log",
+            f"{log_dir(_study)}/copy_{_copy_id}.log",
         localrule: True
         shell:
             "python -m ppo.run --study {params.study} --scale {params.scale} --copy-from {params.source} "
