@@ -26,14 +26,12 @@ import pandas as pd
 import torch
 
 from ppo.algorithms.ppo import PPO
-from ppo.batched import GaussianActorCritic
-from ppo.config import build_config, load_preset
 from ppo.rollout import group_context
-from throughput import show_and_save  # benchmarks/throughput.py
+from throughput import paper_config, show_and_save  # benchmarks/throughput.py
 
 
 def paper_group(task: str, runs: int) -> PPO:
-    cfg = build_config({**load_preset("ppo_mujoco_paper").config, "total_steps": 1_000_000}, "benchmark")
+    cfg = paper_config(1_000_000)
     return PPO(group_context(task, [cfg] * runs, list(range(runs))))
 
 
@@ -82,14 +80,12 @@ def update_seconds(algo: PPO, iteration: int) -> float:
         del algo.collect
 
 
-def network_seconds(task: str, runs: int, minibatch: int, repeats: int) -> float:
+def network_seconds(task: str, runs: int, repeats: int) -> float:
     """Forward + backward of the paper's policy and value networks on one minibatch per run, per run."""
-    probe = paper_group(task, 1)
-    obs_dim, act_dim = probe.ctx.envs.obs_dim, probe.ctx.envs.act_dim
-    probe.ctx.envs.close()
-    gens = [torch.Generator().manual_seed(g) for g in range(runs)]
-    agent = GaussianActorCritic(obs_dim, act_dim, (64, 64), "normc", 0.0, gens)
-    x = torch.randn(runs, minibatch, obs_dim)
+    group = paper_group(task, runs)
+    group.ctx.envs.close()
+    agent = group.agent
+    x = torch.randn(runs, group.ctx.cfg.minibatch_size, group.ctx.envs.obs_dim)
 
     def step():
         policy, value = agent.evaluate(x)
@@ -120,8 +116,9 @@ def measure(task: str, runs: int, repeats: int, groups: list[int]) -> list[dict]
     algo.ctx.envs.close()
     rows = [{"task": task, "measure": k, "runs": runs, "microseconds": 1e6 * statistics.median(v),
              "unit": "per env step"} for k, v in per_step.items()]
-    rows += [{"task": task, "measure": f"network.{g}", "runs": g, "unit": "per run and minibatch of 64",
-              "microseconds": 1e6 * network_seconds(task, g, 64, repeats)} for g in groups]
+    rows += [{"task": task, "measure": f"network.{g}", "runs": g,
+              "unit": f"per run and minibatch of {algo.ctx.cfg.minibatch_size}",
+              "microseconds": 1e6 * network_seconds(task, g, repeats)} for g in groups]
     return rows
 
 

@@ -84,12 +84,16 @@ def raw_atari_steps_per_second(task: str, steps: int, num_envs: int = 8) -> floa
     return actions.size / elapsed
 
 
+def paper_config(total_steps: int):
+    """The PPO paper preset (Table 3) with a benchmark's step budget."""
+    return build_config({**load_preset("ppo_mujoco_paper").config, "total_steps": total_steps}, "benchmark")
+
+
 def ours_steps_per_second(task: str, n_runs: int, steps: int, variant: str | None = None) -> dict:
     """Group steps/s over the whole call (set-up included) and in its last iteration (steady state, what a
     1M-step run mostly sees), with that iteration's split into rollout and update."""
     if variant is None:
-        preset = load_preset("ppo_mujoco_paper")
-        cfg = build_config({**preset.config, "total_steps": steps}, "benchmark")
+        cfg = paper_config(steps)
     else:
         cfg = load_variant(variant, total_steps=steps).config
     specs = [RunSpec(f"bench{i}", task, cfg, i) for i in range(n_runs)]
