@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The paper-scale Table 1 and Figure 3 grid, trained in the background across sessions that may each be
+# stopped after a few hours (README "The paper at its own scale"):
+#
+#   scripts/paper_grid.sh start [REV]   train from a clone at a committed revision (default: this repo's HEAD)
+#   scripts/paper_grid.sh status        what is running, what has finished, core-hours so far
+#   scripts/paper_grid.sh publish       copy finished runs' records into published/ and commit them here
+#   scripts/paper_grid.sh stop
+#
+# The clone ($GRID, default ../ppo-grid beside this repo) is never the tree being edited. Training runs
+# under nice, in jobs of at most $GROUP_SIZE runs (about an hour each on 2 cores). A group checkpoints
+# every 10 updates, so a stopped session costs at most that much per job: `start` again resumes from the
+# checkpoints when the clone survived, and trains from the beginning when it did not. Runs already in
+# published/ at the clone's revision are copied, not trained.
+set -euo pipefail
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+GRID="${GRID:-$(dirname "$REPO")/ppo-grid}"
+STUDIES="${STUDIES:-table1,figure3}"
+GROUP_SIZE="${GROUP_SIZE:-6}"
+CORES="${CORES:-$(nproc)}"
+LOG="$GRID/grid.log"
+
+die() { echo "paper_grid: $*" >&2; exit 1; }
+running() { pgrep -f "snakemake.*--directory $GRID( |$)" > /dev/null; }
+
+case "${1:-status}" in
+  start)
+    rev="$(git -C "$REPO" rev-parse "${2:-HEAD}")"
+    running && die "already running in $GRID (scripts/paper_grid.sh stop first)"
+    [ -d "$GRID/.git" ] || git clone -q --no-checkout "$REPO" "$GRID"
+    git -C "$GRID" fetch -q "$REPO" "$rev"
+    git -C "$GRID" checkout -q --detach "$rev"
+    "$GRID/repro" setup
+    # A stopped session leaves Snakemake's lock behind; nothing else uses this clone (checked above).
+    "$GRID/.venv/bin/snakemake" --directory "$GRID" --unlock > /dev/null 2>&1 || true
+    echo "$(date -Is) start $rev studies=[$STUDIES] group_size=$GROUP_SIZE cores=$CORES" >> "$GRID/grid.history"
+    # setsid: the grid outlives the shell that started it (but not the session).
+    setsid nohup nice -n 19 "$GRID/.venv/bin/snakemake" --directory "$GRID" --snakefile "$GRID/workflow/Snakefile" \
+      --cores "$CORES" --keep-going --rerun-incomplete \
+      --config "studies=[$STUDIES]" scale=paper group_size="$GROUP_SIZE" > "$LOG" 2>&1 < /dev/null &
+    echo "paper_grid: training in $GRID at ${rev:0:10} (log: $LOG)"
+    ;;
+  status)
+    if running; then echo "running in $GRID"; else echo "not running"; fi
+    [ -d "$GRID" ] && "$REPO/.venv/bin/python" -m ppo.publish --status --grid "$GRID" --repo "$REPO"
+    ;;
+  publish)
+    "$REPO/.venv/bin/python" -m ppo.publish --grid "$GRID" --repo "$REPO" --commit
+    ;;
+  stop)
+    pkill -f "snakemake.*--directory $GRID( |$)" || echo "not running"
+    ;;
+  *)
+    die "usage: scripts/paper_grid.sh start [REV] | status | publish | stop"
+    ;;
+esac
