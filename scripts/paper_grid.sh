@@ -8,7 +8,7 @@
 #   scripts/paper_grid.sh stop
 #
 # The clone ($GRID, default ../ppo-grid beside this repo) is never the tree being edited. Training runs
-# under nice, in jobs of at most $GROUP_SIZE runs (about an hour each on 2 cores). A group checkpoints
+# under nice, in jobs of at most $GROUP_SIZE runs (15-40 minutes each on 2 cores). A group checkpoints
 # every 10 updates, so a stopped session costs at most that much per job: `start` again resumes from the
 # checkpoints when the clone survived, and trains from the beginning when it did not. Runs already in
 # published/ at the clone's revision are copied, not trained.
@@ -16,7 +16,7 @@ set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 GRID="${GRID:-$(dirname "$REPO")/ppo-grid}"
 STUDIES="${STUDIES:-table1,figure3}"
-GROUP_SIZE="${GROUP_SIZE:-6}"
+GROUP_SIZE="${GROUP_SIZE:-3}"
 CORES="${CORES:-$(nproc)}"
 LOG="$GRID/grid.log"
 
