@@ -21,7 +21,8 @@ CORES="${CORES:-$(nproc)}"
 LOG="$GRID/grid.log"
 
 die() { echo "paper_grid: $*" >&2; exit 1; }
-running() { pgrep -f "snakemake.*--directory $GRID( |$)" > /dev/null; }
+# The grid runs in its own session (setsid), whose id is the leader's pid, kept in $GRID/grid.pid.
+running() { [ -f "$GRID/grid.pid" ] && pgrep -s "$(cat "$GRID/grid.pid")" > /dev/null; }
 
 case "${1:-status}" in
   start)
@@ -38,6 +39,7 @@ case "${1:-status}" in
     setsid nohup nice -n 19 "$GRID/.venv/bin/snakemake" --directory "$GRID" --snakefile "$GRID/workflow/Snakefile" \
       --cores "$CORES" --keep-going --rerun-incomplete \
       --config "studies=[$STUDIES]" scale=paper group_size="$GROUP_SIZE" > "$LOG" 2>&1 < /dev/null &
+    echo $! > "$GRID/grid.pid"
     echo "paper_grid: training in $GRID at ${rev:0:10} (log: $LOG)"
     ;;
   status)
@@ -48,7 +50,7 @@ case "${1:-status}" in
     "$REPO/.venv/bin/python" -m ppo.publish --grid "$GRID" --repo "$REPO" --commit
     ;;
   stop)
-    pkill -f "snakemake.*--directory $GRID( |$)" || echo "not running"
+    if running; then pkill -s "$(cat "$GRID/grid.pid")"; else echo "not running"; fi
     ;;
   *)
     die "usage: scripts/paper_grid.sh start [REV] | status | publish | stop"
