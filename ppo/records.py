@@ -79,7 +79,14 @@ def package_versions() -> dict[str, str | None]:
 
 
 def git_state() -> dict[str, str | bool | None]:
-    """Commit of the code that ran and whether the work tree had uncommitted changes."""
+    """Commit of the code that ran and whether the work tree had uncommitted changes. Where the code is a
+    copy without git (ppo.batch on another machine), the copy's origin as PPO_REPRO_GIT gives it."""
+    if "PPO_REPRO_GIT" in os.environ and not (PROJECT_ROOT / ".git").exists():
+        try:
+            given = json.loads(os.environ["PPO_REPRO_GIT"])
+            return {"commit": given.get("commit"), "dirty": given.get("dirty"), "from": "PPO_REPRO_GIT"}
+        except (json.JSONDecodeError, AttributeError):
+            return {"commit": None, "dirty": None}
     def git(*args):
         return subprocess.run(["git", *args], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=10)
     try:

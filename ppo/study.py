@@ -106,6 +106,38 @@ def shared_runs(studies: list[Study]) -> dict[tuple[str, str], tuple[Study, Run]
     return shared
 
 
+RUN_FILES = ("episodes.parquet", "updates.parquet", "timing.parquet", "manifest.json")
+
+
+def run_dir(results: Path | str, study: Study, run: Run) -> Path:
+    """Where a run's records live: <results>/<study>/<scale>/runs/<task>/<variant>/seed<k>."""
+    return Path(results) / study.name / study.scale / "runs" / run.task / run.variant.name / f"seed{run.seed}"
+
+
+def is_current(results: Path | str, study: Study, run: Run) -> bool:
+    """Finished, with every record, under the configuration the study now resolves for it."""
+    folder = run_dir(results, study, run)
+    if not all((folder / name).exists() for name in RUN_FILES):
+        return False
+    try:
+        return json.loads((folder / "manifest.json").read_text()).get("config_digest") == run.config_digest
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+        return False
+
+
+def plan_groups(studies: list[Study], group_size: int, results: Path | str) -> list[tuple[Study, Group]]:
+    """The training jobs of a pipeline run over ``studies``: the runs that are neither finished nor
+    copies of another study's run (shared_runs), packed into groups. The workflow and ppo.batch both
+    plan here, so a group (and its checkpoint's name) is the same on every machine."""
+    shared = shared_runs(studies)
+    planned = []
+    for study in studies:
+        pending = [r for r in study.runs()
+                   if (study.name, r.run_id) not in shared and not is_current(results, study, r)]
+        planned += [(study, group) for group in study.groups(group_size, pending)]
+    return planned
+
+
 def _positive_int(value, field: str, path: Path | str) -> int:
     if isinstance(value, float) and value.is_integer():
         value = int(value)

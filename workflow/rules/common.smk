@@ -13,7 +13,8 @@ from ppo.atari import is_atari
 from ppo.config import ConfigError
 from ppo.records import unwritable
 from ppo.envs import task_name
-from ppo.study import load_study, shared_runs
+from ppo import study as ppo_study
+from ppo.study import load_study, plan_groups, shared_runs
 
 # Every experiment file is read and validated here, before any job starts: a bad file stops the plan
 # with its path and field named, and loses nothing already computed.
@@ -22,7 +23,7 @@ try:
 except ConfigError as err:
     raise WorkflowError(f"invalid experiment configuration: {' '.join(str(err).split())}") from None
 
-RUN_FILES = ("episodes.parquet", "updates.parquet", "timing.parquet", "manifest.json")
+from ppo.study import RUN_FILES
 
 
 def results_dir(study):
@@ -59,13 +60,7 @@ def manifests(study):
 
 def is_current(study, run):
     """Finished, with every record, under the configuration the study now resolves for it."""
-    manifest = Path(run_dir(study, run)) / "manifest.json"
-    if not all((Path(run_dir(study, run)) / name).exists() for name in RUN_FILES):
-        return False
-    try:
-        return json.loads(manifest.read_text()).get("config_digest") == run.config_digest
-    except (OSError, json.JSONDecodeError):
-        return False
+    return ppo_study.is_current("results", study, run)
 
 
 # A run that an earlier study also has (same task, seed and resolved configuration: Figure 3's PPO is
@@ -75,15 +70,13 @@ COPIES = [(study, run, *SHARED[(study.name, run.run_id)]) for study in STUDIES f
           if (study.name, run.run_id) in SHARED and not is_current(study, run)]
 # Only runs that are missing or whose resolved configuration changed are packed into training jobs, so
 # a new variant or more seeds train just the new runs, and changing group_size re-trains nothing.
-PENDING = {study.name: [r for r in study.runs() if (study.name, r.run_id) not in SHARED and not is_current(study, r)]
-           for study in STUDIES}
-GROUPS = [(study, group) for study in STUDIES for group in study.groups(config["group_size"], PENDING[study.name])]
+GROUPS = plan_groups(STUDIES, config["group_size"], "results")
 
 
 onstart:
     # Not in a dry run, and only when there is work to do: a read-only results folder stops the run here,
     # before any job starts, instead of failing every job.
-    problem = unwritable([run_dir(s, r) for s in STUDIES for r in PENDING[s.name]]
+    problem = unwritable([run_dir(s, r) for s, g in GROUPS for r in g.runs]
                          + [run_dir(s, r) for s, r, _, _ in COPIES]
                          + [f"{results_dir(s)}/{d}" for s in STUDIES for d in ("checkpoints", "benchmarks", "report")]
                          + ["results/random", "logs"])
