@@ -31,7 +31,8 @@ def plan(studies: list[str], scale: str, group_size: int, only: list[str], resul
     """One line per pending training group: study, then the group's output files (tab-separated)."""
     loaded = [load_study(name, scale) for name in studies]
     speeds = yaml.safe_load((PROJECT_ROOT / "config" / "config.yaml").read_text())["sim_steps_per_second"]
-    groups = [(s, g) for s, g in plan_groups(loaded, group_size, results) if not only or s.name in only]
+    groups = [(s, g) for s, g in plan_groups(loaded, group_size, results, PROJECT_ROOT / "published")
+              if not only or s.name in only]
     # longest first (the pipeline's order too): the simulator's speed sets a group's length
     groups.sort(key=lambda sg: -len(sg[1].runs) * sg[0].total_steps / speeds.get(sg[1].task, 1))
     lines = []

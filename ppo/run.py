@@ -63,7 +63,8 @@ def run_meta(study: Study, run: Run) -> dict:
             "config_digest": run.config_digest}
 
 
-COPIED_FILES = ("episodes.parquet", "updates.parquet", "timing.parquet", "model.pt")
+RECORD_FILES = ("episodes.parquet", "updates.parquet", "timing.parquet")
+COPIED_FILES = (*RECORD_FILES, "model.pt")
 
 
 def copy_run(source: Path, run: Run, run_dir: Path, meta: dict) -> None:
@@ -78,10 +79,10 @@ def copy_run(source: Path, run: Run, run_dir: Path, meta: dict) -> None:
         if manifest.get(field) != expected:
             raise ConfigError(f"{manifest_path}: field {field} is {manifest.get(field)!r}, but run {run.run_id} "
                               f"needs {expected!r}: not the same run")
-    missing = [name for name in COPIED_FILES if not (source / name).is_file()]
+    missing = [name for name in RECORD_FILES if not (source / name).is_file()]
     if missing:
         raise ConfigError(f"{source}: the run to copy lacks {missing}")
-    for name in COPIED_FILES:
+    for name in [n for n in COPIED_FILES if (source / n).is_file()]:  # published runs have no model.pt
         records.atomic_write(run_dir / name, lambda tmp, name=name: shutil.copyfile(source / name, tmp))
     origin = {"run_dir": str(source), "study": manifest.get("study"), "scale": manifest.get("scale")}
     records.write_json({**manifest, **meta, "copied_from": origin}, run_dir / "manifest.json")

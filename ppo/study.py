@@ -125,15 +125,18 @@ def is_current(results: Path | str, study: Study, run: Run) -> bool:
         return False
 
 
-def plan_groups(studies: list[Study], group_size: int, results: Path | str) -> list[tuple[Study, Group]]:
-    """The training jobs of a pipeline run over ``studies``: the runs that are neither finished nor
-    copies of another study's run (shared_runs), packed into groups. The workflow and ppo.batch both
-    plan here, so a group (and its checkpoint's name) is the same on every machine."""
+def plan_groups(studies: list[Study], group_size: int, results: Path | str,
+                published: Path | str | None = None) -> list[tuple[Study, Group]]:
+    """The training jobs of a pipeline run over ``studies``: the runs that are neither finished (in
+    ``results``, or in ``published``, the project's published runs) nor copies of another study's run
+    (shared_runs), packed into groups. The workflow and ppo.batch both plan here, so a group (and its
+    checkpoint's name) is the same on every machine."""
     shared = shared_runs(studies)
     planned = []
     for study in studies:
         pending = [r for r in study.runs()
-                   if (study.name, r.run_id) not in shared and not is_current(results, study, r)]
+                   if (study.name, r.run_id) not in shared and not is_current(results, study, r)
+                   and not (published is not None and is_current(published, study, r))]
         planned += [(study, group) for group in study.groups(group_size, pending)]
     return planned
 

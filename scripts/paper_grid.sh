@@ -4,7 +4,7 @@
 #
 #   scripts/paper_grid.sh start [REV]   train from a clone at a committed revision (default: this repo's HEAD)
 #   scripts/paper_grid.sh status        what is running, what has finished, core-hours so far
-#   scripts/paper_grid.sh publish       copy finished runs' records into published/ and commit them here
+#   scripts/paper_grid.sh publish [--from DIR]   copy finished runs' records into published/, commit them
 #   scripts/paper_grid.sh stop
 #
 # The clone ($GRID, default ../ppo-grid beside this repo) is never the tree being edited. Training runs
@@ -44,10 +44,11 @@ case "${1:-status}" in
     ;;
   status)
     if running; then echo "running in $GRID"; else echo "not running"; fi
-    [ -d "$GRID" ] && "$REPO/.venv/bin/python" -m ppo.publish --status --grid "$GRID" --repo "$REPO"
+    (cd "$REPO" && .venv/bin/python -m ppo.publish --status --from "$GRID" "${@:2}")
     ;;
   publish)
-    "$REPO/.venv/bin/python" -m ppo.publish --grid "$GRID" --repo "$REPO" --commit
+    # more sources (an unpacked ppo.batch archive): scripts/paper_grid.sh publish --from DIR
+    (cd "$REPO" && .venv/bin/python -m ppo.publish --from "$GRID" "${@:2}" --commit)
     ;;
   stop)
     if running; then pkill -s "$(cat "$GRID/grid.pid")"; else echo "not running"; fi

@@ -66,11 +66,27 @@ def is_current(study, run):
 # A run that an earlier study also has (same task, seed and resolved configuration: Figure 3's PPO is
 # Table 1's clip 0.2) is trained once and copied; the copy has the same records (ppo.study.shared_runs).
 SHARED = shared_runs(STUDIES)
-COPIES = [(study, run, *SHARED[(study.name, run.run_id)]) for study in STUDIES for run in study.runs()
-          if (study.name, run.run_id) in SHARED and not is_current(study, run)]
+# A run published with the project (published/, ppo.publish: the paper-scale reproduction) under the
+# configuration the study now resolves is copied from there, not trained.
+PUBLISHED_DIR = "published"
+
+
+def copy_source(study, run):
+    """The finished run that ``run`` copies, as (folder, its files), or None when it must be trained."""
+    if (study.name, run.run_id) in SHARED:
+        owner, owner_run = SHARED[(study.name, run.run_id)]
+        return run_dir(owner, owner_run), run_outputs(owner, [owner_run])
+    if ppo_study.is_current(PUBLISHED_DIR, study, run):
+        folder = ppo_study.run_dir(PUBLISHED_DIR, study, run)
+        return str(folder), [str(folder / name) for name in RUN_FILES]
+    return None
+
+
+COPIES = [(study, run, *copy_source(study, run)) for study in STUDIES for run in study.runs()
+          if not is_current(study, run) and copy_source(study, run) is not None]
 # Only runs that are missing or whose resolved configuration changed are packed into training jobs, so
 # a new variant or more seeds train just the new runs, and changing group_size re-trains nothing.
-GROUPS = plan_groups(STUDIES, config["group_size"], "results")
+GROUPS = plan_groups(STUDIES, config["group_size"], "results", published=PUBLISHED_DIR)
 
 
 onstart:

@@ -31,21 +31,22 @@ for _study, _group in GROUPS:
             "--checkpoint-every {params.checkpoint_every} {output} > {log} 2>&1"
 
 
-# A run another study already trains (see SHARED in common.smk) is copied from it, records unchanged.
-for _study, _run, _owner, _owner_run in COPIES:
+# A run another study already trains (see SHARED in common.smk), or one published with the project, is
+# copied from there, records unchanged.
+for _study, _run, _source, _source_files in COPIES:
     _copy_id = f"{task_name(_run.task)}-{_run.variant.name}-seed{_run.seed}"
 
     rule:
         name:
             f"copy_{_study.name}_{_copy_id}".replace(".", "_")  # a rule name cannot hold a dot
         input:
-            run_outputs(_owner, [_owner_run]),
+            _source_files,
         output:
             run_outputs(_study, [_run]),
         params:
             study=_study.name,
             scale=_study.scale,
-            source=run_dir(_owner, _owner_run),
+            source=_source,
             configs={_run.run_id: _run.config_digest},
         log:
             f"{log_dir(_study)}/copy_{_copy_id}.log",

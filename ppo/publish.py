@@ -1,0 +1,141 @@
+"""The project's reproduction dataset: finished paper-scale runs, published in the repository.
+
+``published/<study>/<scale>/runs/<task>/<variant>/seed<k>/`` holds a run's records with the values training
+wrote (episodes, updates and timing parquet in records.write_parquet's compact encoding, and the manifest;
+no model or checkpoint, to keep the dataset small).
+The pipeline treats a published run whose configuration digest matches as finished and copies it instead
+of training it (workflow/rules/common.smk). ``published/INDEX.csv`` lists every published run with the
+code revision, packages and machine that produced it; it is written here, never by hand.
+
+    python -m ppo.publish --from ../ppo-grid --from /tmp/device-batch --commit   # add finished runs
+    python -m ppo.publish --status --from ../ppo-grid                            # progress, core-hours
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from . import records
+from .config import PROJECT_ROOT, ConfigError
+from .study import RUN_FILES, is_current, load_study, run_dir
+
+PUBLISHED = PROJECT_ROOT / "published"
+STUDIES = ("table1", "figure3")
+SCALE = "paper"
+INDEX_COLUMNS = ["study", "task", "variant", "seed", "status", "config_digest", "commit", "dirty", "host",
+                 "cpu_count", "python", "torch", "numpy", "mujoco", "gymnasium", "wall_seconds", "group",
+                 "finished"]
+
+
+def owned_runs(studies):
+    """(study, run) for every run a study trains itself: Figure 3's PPO runs are Table 1's (shared_runs)."""
+    from .study import shared_runs
+    shared = shared_runs(studies)
+    return [(s, r) for s in studies for r in s.runs() if (s.name, r.run_id) not in shared]
+
+
+def publishable(source: Path, study, run) -> Path | None:
+    """The run's folder under ``source``/results if it finished there under today's configuration."""
+    return run_dir(source / "results", study, run) if is_current(source / "results", study, run) else None
+
+
+def index_row(study, run, folder: Path) -> dict:
+    m = json.loads((folder / "manifest.json").read_text())
+    git, host, packages = m.get("git") or {}, m.get("host") or {}, m.get("packages") or {}
+    return {"study": study.name, "task": run.task, "variant": run.variant.name, "seed": run.seed,
+            "status": m.get("status"), "config_digest": m.get("config_digest"), "commit": git.get("commit"),
+            "dirty": git.get("dirty"), "host": f"{host.get('cpu')} x{host.get('cpu_count')}",
+            "cpu_count": host.get("cpu_count"), "python": host.get("python"), "torch": packages.get("torch"),
+            "numpy": packages.get("numpy"), "mujoco": packages.get("mujoco"),
+            "gymnasium": packages.get("gymnasium"), "wall_seconds": m.get("wall_seconds"),
+            "group": "; ".join(m.get("group") or []),
+            "finished": pd.Timestamp((folder / "manifest.json").stat().st_mtime, unit="s").isoformat()}
+
+
+def publish(sources: list[Path], published: Path = PUBLISHED, studies: list | None = None) -> list[str]:
+    """Copy every finished, current run found in ``sources`` that is not yet in ``published``
+    (default: the paper-scale Table 1 and Figure 3 runs)."""
+    studies = studies or [load_study(name, SCALE) for name in STUDIES]
+    added = []
+    for study, run in owned_runs(studies):
+        if is_current(published, study, run):
+            continue
+        for source in sources:
+            folder = publishable(source, study, run)
+            if folder is None:
+                continue
+            target = run_dir(published, study, run)
+            for name in RUN_FILES[:-1]:  # re-encoded as records.write_parquet writes today: same values
+                records.write_parquet(pd.read_parquet(folder / name), target / name)
+            # the manifest last: its presence means complete
+            records.atomic_write(target / "manifest.json", lambda tmp: shutil.copyfile(folder / "manifest.json", tmp))
+            added.append(run.run_id if study.name == "table1" else f"{study.name}:{run.run_id}")
+            break
+    write_index(studies, published)
+    return added
+
+
+def write_index(studies, published: Path = PUBLISHED) -> pd.DataFrame:
+    rows = [index_row(s, r, run_dir(published, s, r)) for s, r in owned_runs(studies) if is_current(published, s, r)]
+    index = pd.DataFrame(rows, columns=INDEX_COLUMNS)
+    if len(index):
+        records.atomic_write(published / "INDEX.csv", lambda tmp: index.to_csv(tmp, index=False))
+    return index
+
+
+def status(sources: list[Path], published: Path = PUBLISHED) -> str:
+    studies = [load_study(name, SCALE) for name in STUDIES]
+    owned = owned_runs(studies)
+    lines = []
+    for study in studies:
+        mine = [r for s, r in owned if s is study]
+        done = sum(is_current(published, study, r) for r in mine)
+        elsewhere = sum(not is_current(published, study, r) and any(publishable(src, study, r) for src in sources)
+                        for r in mine)
+        lines.append(f"{study.name}: {done} of {len(mine)} runs published, {elsewhere} more finished, not yet published")
+    index = write_index(studies, published) if (published / "INDEX.csv").exists() else pd.DataFrame()
+    if len(index):
+        groups = index.drop_duplicates(["study", "group"])
+        lines.append(f"training time of the published runs: {groups['wall_seconds'].sum() / 3600:.1f} core-hours "
+                     f"({len(groups)} groups, one core each; by host: "
+                     + ", ".join(f"{h} {w / 3600:.1f}" for h, w in groups.groupby("host")["wall_seconds"].sum().items())
+                     + ")")
+    return "\n".join(lines)
+
+
+def commit(added: list[str], repo: Path = PROJECT_ROOT) -> None:
+    """Commit published/ alone, whatever else the work tree holds."""
+    subprocess.run(["git", "-C", str(repo), "add", "published"], check=True)
+    message = f"published: {len(added)} paper-scale runs\n\n" + "\n".join(added)
+    subprocess.run(["git", "-C", str(repo), "commit", "-q", "-m", message, "--", "published"], check=True)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--from", dest="sources", type=Path, action="append", default=[],
+                   help="a folder holding results/ (a grid clone, an unpacked batch); repeatable")
+    p.add_argument("--status", action="store_true", help="report progress only")
+    p.add_argument("--commit", action="store_true", help="commit published/ (and nothing else) after adding")
+    args = p.parse_args(argv)
+    try:
+        if args.status:
+            print(status(args.sources))
+            return 0
+        added = publish(args.sources)
+    except ConfigError as err:
+        print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
+        return 2
+    print(f"published {len(added)} runs" + "".join(f"\n  {a}" for a in added))
+    if added and args.commit:
+        commit(added)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

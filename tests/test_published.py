@@ -1,0 +1,61 @@
+"""Published runs (ppo.publish, published/) count as finished: the planner trains only what is missing,
+and the copy the pipeline makes of a published run has its records' values exactly."""
+import dataclasses
+import json
+
+import pandas as pd
+
+from ppo.publish import publish
+from ppo.run import copy_run, run_meta
+from ppo.study import RUN_FILES, is_current, load_study, plan_groups, run_dir
+from ppo.train import RunSpec, train_group
+
+TASK = "InvertedPendulum-v5"
+
+
+def train_smoke_runs(results, study, runs):
+    specs = [RunSpec(r.run_id, r.task, dataclasses.replace(r.variant.config, total_steps=2048), r.seed,
+                     run_dir(results, study, r), meta=run_meta(study, r)) for r in runs]
+    train_group(specs, log=lambda _: None)
+
+
+def test_published_runs_are_not_planned_and_copy_exactly(tmp_path):
+    study = load_study("table1", "smoke")
+    runs = [r for r in study.runs() if r.task == TASK and r.variant.name in ("clip_0.2", "no_clip")]
+    # A budget cut below the smoke scale's, to keep the test short; the manifest carries the run's
+    # planned digest (run_meta), as in the pipeline.
+    train_smoke_runs(tmp_path / "grid" / "results", study, runs)
+
+    published = tmp_path / "published"
+    added = publish([tmp_path / "grid"], published, studies=[study])
+    assert sorted(added) == sorted(r.run_id for r in runs)
+    assert publish([tmp_path / "grid"], published, studies=[study]) == []  # nothing twice
+    index = pd.read_csv(published / "INDEX.csv")
+    assert sorted(index["variant"]) == ["clip_0.2", "no_clip"] and set(index["status"]) == {"completed"}
+
+    planned = {r.run_id for _, g in plan_groups([study], 3, tmp_path / "results") for r in g.runs}
+    with_published = {r.run_id for _, g in plan_groups([study], 3, tmp_path / "results", published) for r in g.runs}
+    assert planned - with_published == {r.run_id for r in runs}
+    assert not is_current(tmp_path / "results", study, runs[0])
+
+    # The pipeline's copy of a published run: the same values in every record, the same digest.
+    source = run_dir(published, study, runs[0])
+    dest = run_dir(tmp_path / "results", study, runs[0])
+    copy_run(source, runs[0], dest, run_meta(study, runs[0]))
+    assert is_current(tmp_path / "results", study, runs[0])
+    trained = run_dir(tmp_path / "grid" / "results", study, runs[0])
+    for name in RUN_FILES[:-1]:
+        pd.testing.assert_frame_equal(pd.read_parquet(dest / name), pd.read_parquet(trained / name), check_exact=True)
+    assert json.loads((dest / "manifest.json").read_text())["copied_from"]["run_dir"] == str(source)
+
+
+def test_a_published_run_of_another_configuration_is_trained(tmp_path):
+    study = load_study("table1", "smoke")
+    run = next(r for r in study.runs() if r.task == TASK and r.variant.name == "clip_0.2")
+    folder = run_dir(tmp_path / "published", study, run)
+    folder.mkdir(parents=True)
+    for name in RUN_FILES[:-1]:
+        (folder / name).write_bytes(b"x")
+    (folder / "manifest.json").write_text(json.dumps({"config_digest": "0" * 16}))
+    planned = {r.run_id for _, g in plan_groups([study], 3, tmp_path / "results", tmp_path / "published") for r in g.runs}
+    assert run.run_id in planned
