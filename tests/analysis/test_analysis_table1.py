@@ -27,6 +27,7 @@ from analysis.table1 import (
     normalize_scores,
     paper_rows,
     per_task_table,
+    paper_checks,
     rank_agreement,
     table1,
 )
@@ -144,3 +145,36 @@ def test_real_published_table_reads_empty_param():
     no_clip = table[table["setting"] == "no_clipping_or_penalty"]
     assert no_clip["param"].tolist() == [""]
     assert table["value"].dtype == float
+
+
+def _cells(values: dict) -> pd.DataFrame:
+    return pd.DataFrame([{"variant": v, "task": t, "seed": k, "score": s}
+                         for (v, t), seeds in values.items() for k, s in enumerate(seeds)])
+
+
+def test_paper_checks_by_hand_without_seed_noise():
+    # Random scores 0. T1: best clip_0.2 (10) -> 0.1, 1, 0.5; T2: best kl (6) -> 1/3, 2/3, 1.
+    # Table: no_clip 0.2167, clip_0.2 0.8333, kl 0.75 -> ranks clip 1, kl 2, no_clip 3.
+    # Paper: kl 0.9 > clip 0.82 > no_clip -0.39 -> ranks kl 1, clip 2, no_clip 3; d = (-1, 1, 0), rho = 1 - 12/24.
+    scores = _cells({("no_clip", "T1"): [1] * 3, ("clip_0.2", "T1"): [10] * 3, ("kl", "T1"): [5] * 3,
+                     ("no_clip", "T2"): [2] * 3, ("clip_0.2", "T2"): [4] * 3, ("kl", "T2"): [6] * 3})
+    published = pd.Series({"no_clip": -0.39, "clip_0.2": 0.82, "kl": 0.9})
+    checks = paper_checks(scores, pd.Series({"T1": 0.0, "T2": 0.0}), published, n_resamples=200)
+    assert checks["rho"] == pytest.approx(0.5) and checks["rho_ci"] == pytest.approx([0.5, 0.5])
+    assert checks["no_clip_last"] and checks["no_clip_rank"] == 3 and checks["no_clip_last_fraction"] == 1.0
+    assert checks["best_variant"] == "clip_0.2" and checks["best_ci"] == pytest.approx([5 / 6, 5 / 6])
+    assert checks["anchor_within_best_ci"] and checks["anchor_best_fraction"] == 1.0
+    assert [m["variant"] for m in checks["largest_rank_moves"]][:2] == ["kl", "clip_0.2"]
+    assert checks["largest_rank_moves"][0] == {"variant": "kl", "rank_ours": 2, "rank_paper": 1.0}
+
+
+def test_paper_checks_interval_reflects_seed_noise():
+    # One seed of no_clip on T1 is an outlier: resamples that draw it twice or more make no_clip best on T1.
+    scores = _cells({("no_clip", "T1"): [1, 1, 100], ("clip_0.2", "T1"): [40] * 3, ("kl", "T1"): [30] * 3,
+                     ("no_clip", "T2"): [2] * 3, ("clip_0.2", "T2"): [4] * 3, ("kl", "T2"): [6] * 3})
+    published = pd.Series({"no_clip": -0.39, "clip_0.2": 0.82, "kl": 0.74})
+    checks = paper_checks(scores, pd.Series({"T1": 0.0, "T2": 0.0}), published, n_resamples=2000, seed=1)
+    assert checks["rho_ci"][0] < checks["rho"] <= checks["rho_ci"][1]
+    # no_clip stays last unless the outlier is drawn at least twice (P = 7/27 = 0.259 per resample)
+    assert abs((1 - checks["no_clip_last_fraction"]) - 7 / 27) < 0.03
+    assert checks["n_resamples"] == 2000

@@ -23,6 +23,14 @@ try:
 except ConfigError as err:
     raise WorkflowError(f"invalid experiment configuration: {' '.join(str(err).split())}") from None
 
+# The paper-scale Atari study is 441 runs of about 5 hours each (a cluster's work): it runs only when
+# asked for alone, never as part of a list such as the default one.
+if config["scale"] == "paper" and len(STUDIES) > 1 and any(is_atari(t) for s in STUDIES for t in s.tasks):
+    raise WorkflowError(
+        "scale=paper with the Atari study in a list of studies: Atari at paper scale is 441 runs of about 5 h "
+        "each, meant for a cluster. MuJoCo paper scale (Table 1 and Figure 3): --config 'studies=[table1,figure3]' "
+        "scale=paper; Atari paper scale on its own: --config 'studies=[atari]' scale=paper")
+
 from ppo.study import RUN_FILES
 
 

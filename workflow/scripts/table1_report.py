@@ -55,6 +55,7 @@ from analysis.table1 import (  # noqa: E402
     normalize_scores,
     paper_rows,
     per_task_table,
+    paper_checks,
     rank_agreement,
     table1,
 )
@@ -249,6 +250,9 @@ def run_report(args: argparse.Namespace) -> dict[str, Path]:
     agreement = rank_agreement(t1)
     agreement = {k: _json_number(v) if isinstance(v, float) else v for k, v in agreement.items()}
     agreement["method"] = "scipy.stats.spearmanr of ours vs published over variants with a published value"
+    if agreement["n"] >= 3 and {"no_clip", args.variant} <= set(t1["variant"]):
+        agreement["checks"] = paper_checks(scores, random_scores, t1.set_index("variant")["published"],
+                                           anchor=args.variant, seed=args.seed)
     (out / "rank_agreement.json").write_text(json.dumps(agreement, indent=2) + "\n")
     written["rank_agreement"] = out / "rank_agreement.json"
     return written

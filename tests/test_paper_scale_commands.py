@@ -1,0 +1,23 @@
+"""The MuJoCo and the Atari paper scales are separate commands: the default study list at scale=paper
+is refused before planning anything, and the MuJoCo command plans no Atari run."""
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "--directory", str(ROOT), "--snakefile",
+             str(ROOT / "workflow" / "Snakefile"), "-n", "--quiet", "rules"]
+
+
+def test_default_studies_at_paper_scale_are_refused():
+    done = subprocess.run([*SNAKEMAKE, "--config", "scale=paper"], capture_output=True, text=True, timeout=300)
+    said = done.stdout + done.stderr  # Snakemake prints a WorkflowError on stdout
+    assert done.returncode != 0
+    assert "Atari at paper scale is 441 runs" in said and "studies=[table1,figure3]" in said
+
+
+def test_mujoco_paper_scale_plans_no_atari_run():
+    done = subprocess.run([*SNAKEMAKE, "--config", "studies=[table1,figure3]", "scale=paper"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "train_table1_Hopper-ppo" in done.stdout and "train_atari" not in done.stdout
