@@ -9,6 +9,7 @@ code revision, packages and machine that produced it; it is written here, never 
 
     python -m ppo.publish --from ../ppo-grid --from /tmp/device-batch --commit   # add finished runs
     python -m ppo.publish --status --from ../ppo-grid                            # progress, core-hours
+    python -m ppo.publish --sb3 results/sb3_reference --commit        # benchmarks/mujoco_sb3_reference.py runs
 """
 from __future__ import annotations
 
@@ -81,6 +82,19 @@ def publish(sources: list[Path], published: Path = PUBLISHED, studies: list | No
     return added
 
 
+def publish_sb3(source: Path, published: Path = PUBLISHED) -> list[str]:
+    """Copy finished Stable-Baselines3 reference runs (benchmarks/mujoco_sb3_reference.py) not yet published."""
+    added = []
+    for manifest in sorted(source.glob("*/seed*/manifest.json")):
+        folder, target = manifest.parent, published / "sb3_reference" / manifest.parent.relative_to(source)
+        if (target / "manifest.json").exists():
+            continue
+        records.write_parquet(pd.read_parquet(folder / "episodes.parquet"), target / "episodes.parquet")
+        records.atomic_write(target / "manifest.json", lambda tmp: shutil.copyfile(manifest, tmp))
+        added.append(f"sb3_reference:{folder.relative_to(source)}")
+    return added
+
+
 def write_index(studies, published: Path = PUBLISHED) -> pd.DataFrame:
     rows = [index_row(s, r, run_dir(published, s, r)) for s, r in owned_runs(studies) if is_current(published, s, r)]
     index = pd.DataFrame(rows, columns=INDEX_COLUMNS)
@@ -120,6 +134,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--from", dest="sources", type=Path, action="append", default=[],
                    help="a folder holding results/ (a grid clone, an unpacked batch); repeatable")
+    p.add_argument("--sb3", type=Path, action="append", default=[],
+                   help="a folder of benchmarks/mujoco_sb3_reference.py runs to publish; repeatable")
     p.add_argument("--status", action="store_true", help="report progress only")
     p.add_argument("--commit", action="store_true", help="commit published/ (and nothing else) after adding")
     args = p.parse_args(argv)
@@ -127,7 +143,7 @@ def main(argv=None) -> int:
         if args.status:
             print(status(args.sources))
             return 0
-        added = publish(args.sources)
+        added = publish(args.sources) + [a for folder in args.sb3 for a in publish_sb3(folder)]
     except ConfigError as err:
         print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
