@@ -28,13 +28,14 @@ import numpy as np
 import pandas as pd
 import torch
 
+from sb3_episodes import episode_recorder  # noqa: E402 (benchmarks/ is the script's folder)
+
 gym.register_envs(ale_py)
 
 
 def train_sb3(game: str, steps: int, seed: int) -> tuple[pd.DataFrame, float]:
     """Train SB3 PPO; returns its finished games (global_step, episode_return, episode_length) and steps/s."""
     from stable_baselines3 import PPO  # optional dependency: pip install '.[bench]'
-    from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_atari_env
     from stable_baselines3.common.vec_env import VecFrameStack
 
@@ -46,18 +47,7 @@ def train_sb3(game: str, steps: int, seed: int) -> tuple[pd.DataFrame, float]:
     def anneal(start: float):
         return lambda progress_remaining: start * progress_remaining  # α: 1 -> 0 over the run
 
-    class Episodes(BaseCallback):
-        def __init__(self):
-            super().__init__()
-            self.rows = []
-
-        def _on_step(self) -> bool:
-            for info in self.locals["infos"]:
-                if "episode" in info:  # Monitor: a whole game, raw rewards
-                    self.rows.append((self.num_timesteps, float(info["episode"]["r"]), int(info["episode"]["l"])))
-            return True
-
-    episodes = Episodes()
+    episodes = episode_recorder()
     model = PPO("CnnPolicy", env, n_steps=128, batch_size=256, n_epochs=3, learning_rate=anneal(2.5e-4),
                 clip_range=anneal(0.1), ent_coef=0.01, vf_coef=1.0, max_grad_norm=0.5, gamma=0.99,
                 gae_lambda=0.95, device="cpu", seed=seed, verbose=0)
@@ -65,7 +55,7 @@ def train_sb3(game: str, steps: int, seed: int) -> tuple[pd.DataFrame, float]:
     model.learn(total_timesteps=steps, callback=episodes)
     rate = model.num_timesteps / (time.perf_counter() - start)
     env.close()
-    return pd.DataFrame(episodes.rows, columns=["global_step", "episode_return", "episode_length"]), rate
+    return episodes.frame(), rate
 
 
 def last_100_at(episodes: pd.DataFrame, step: float) -> float:

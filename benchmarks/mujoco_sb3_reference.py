@@ -26,7 +26,6 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -44,36 +43,25 @@ def train(task: str, seed: int, steps: int, out_dir: Path) -> str:
     import gymnasium as gym
     import torch
     from stable_baselines3 import PPO
-    from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
     from ppo import records
+    from sb3_episodes import episode_recorder
 
     torch.set_num_threads(1)
     env = VecNormalize(DummyVecEnv([lambda: Monitor(gym.make(task))]), norm_obs=True, norm_reward=False,
                        clip_obs=OBS_CLIP, gamma=SETTINGS["gamma"])
     env.seed(seed)
 
-    class Episodes(BaseCallback):
-        def __init__(self):
-            super().__init__()
-            self.rows = []
-
-        def _on_step(self) -> bool:
-            for info in self.locals["infos"]:
-                if "episode" in info:  # Monitor: the raw return of a whole episode
-                    self.rows.append((self.num_timesteps, float(info["episode"]["r"]), int(info["episode"]["l"])))
-            return True
-
     policy = {**POLICY, "activation_fn": getattr(torch.nn, POLICY["activation_fn"])}
     model = PPO("MlpPolicy", env, policy_kwargs=policy, device="cpu", seed=seed, verbose=0, **SETTINGS)
-    episodes = Episodes()
+    episodes = episode_recorder()
     start = time.perf_counter()
     model.learn(total_timesteps=steps, callback=episodes)
     wall = time.perf_counter() - start
     folder = out_dir / task / f"seed{seed}"
-    frame = pd.DataFrame(episodes.rows, columns=records.EPISODE_COLUMNS)
+    frame = episodes.frame()
     records.write_parquet(frame, folder / "episodes.parquet")
     from importlib import metadata
     records.write_json({
