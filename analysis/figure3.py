@@ -352,3 +352,24 @@ def plot_figure3(
         f"95% bootstrap band\n{budget}"
     )
     return plot_curves(curves, path, title)
+
+
+CLAIM = ("Sec. 6.2: \"PPO outperforms the previous methods on almost all the continuous control "
+         "environments\" (the paper's Figure 3 gives curves only, so its claim, not a number, is checked)")
+
+
+def claim_table(scores: pd.DataFrame, anchor: str = "clip_0.2", n_resamples: int = 10_000, seed: int = 0) -> pd.DataFrame:
+    """Per task: the algorithm with the best mean final score, the anchor's rank among the algorithms,
+    and how often the anchor is best when each algorithm's seeds are resampled with replacement."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for task, group in scores.groupby("task", sort=True):
+        by_variant = {v: g["score"].to_numpy(float) for v, g in group.groupby("variant", sort=True)}
+        means = pd.Series({v: s.mean() for v, s in by_variant.items()})
+        draws = pd.DataFrame({v: rng.choice(s, (n_resamples, len(s))).mean(axis=1) for v, s in by_variant.items()})
+        rows.append({"task": task, "best": means.idxmax(), "best_mean": means.max(),
+                     f"{anchor}_mean": means.get(anchor, np.nan),
+                     f"{anchor}_rank": int(means.rank(ascending=False, method="min")[anchor]) if anchor in means else None,
+                     f"p_{anchor}_best": float((draws.idxmax(axis=1) == anchor).mean()) if anchor in means else np.nan,
+                     "n_algorithms": len(means)})
+    return pd.DataFrame(rows)

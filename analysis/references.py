@@ -190,3 +190,47 @@ def per_task_reference(
     ]
     out = pd.DataFrame(rows).reindex(columns=columns)
     return out.reset_index(drop=True)
+
+
+SB3_COLUMNS = ["task", "our_n_seeds", "our_mean", "sb3_n_seeds", "sb3_mean", "difference", "difference_ci_low",
+               "difference_ci_high", "sb3_steps"]
+
+
+def load_sb3_scores(folder: Path, window: int = 100) -> pd.DataFrame:
+    """Last-``window`` mean return of each run of benchmarks/mujoco_sb3_reference.py under ``folder``
+    (<task>/seed<k>/episodes.parquet and manifest.json): columns task, seed, score, total_steps."""
+    import json
+
+    rows = []
+    for manifest in sorted(Path(folder).glob("*/seed*/manifest.json")):
+        meta = json.loads(manifest.read_text())
+        episodes = pd.read_parquet(manifest.parent / "episodes.parquet").sort_values("global_step", kind="stable")
+        rows.append({"task": meta["task"], "seed": meta["seed"], "total_steps": meta["total_steps"],
+                     "score": float(episodes["episode_return"].tail(window).mean())})
+    return pd.DataFrame(rows, columns=["task", "seed", "score", "total_steps"])
+
+
+def sb3_difference(scores: pd.DataFrame, sb3: pd.DataFrame, variant: str = "clip_0.2",
+                   n_resamples: int = 10_000, confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
+    """Per task with SB3 runs: our mean final score, SB3's, and ours − SB3's with a percentile bootstrap
+    interval that resamples our seeds and SB3's seeds independently (same metric: last-100 training
+    episodes, same v5 task and budget)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    alpha = (1 - confidence) / 2
+    rows = []
+    ours_all = scores[scores["variant"] == variant]
+    for task, theirs in sb3.groupby("task", sort=True):
+        ours = ours_all.loc[ours_all["task"] == task, "score"].to_numpy(float)
+        other = theirs["score"].to_numpy(float)
+        if len(ours) == 0:
+            continue
+        draws = (rng.choice(ours, (n_resamples, len(ours))).mean(axis=1)
+                 - rng.choice(other, (n_resamples, len(other))).mean(axis=1))
+        rows.append({"task": task, "our_n_seeds": len(ours), "our_mean": ours.mean(), "sb3_n_seeds": len(other),
+                     "sb3_mean": other.mean(), "difference": ours.mean() - other.mean(),
+                     "difference_ci_low": float(np.quantile(draws, alpha)),
+                     "difference_ci_high": float(np.quantile(draws, 1 - alpha)),
+                     "sb3_steps": int(theirs["total_steps"].max())})
+    return pd.DataFrame(rows, columns=SB3_COLUMNS)

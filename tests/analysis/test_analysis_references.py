@@ -104,3 +104,27 @@ def test_comparable_note_spread_caveats():
     assert note.endswith("single run; std over eval episodes, not seeds")
     henderson = refs[refs["note"].str.contains("STANDARD ERROR") & refs["algo"].str.startswith("ppo")].iloc[0]
     assert comparable_note(henderson, "v5", 1_000_000).endswith("± is standard error, std blank")
+
+
+def test_sb3_difference_by_hand(tmp_path):
+    import json
+
+    from analysis.references import load_sb3_scores, sb3_difference
+    from ppo import records
+
+    for seed, returns in enumerate([[0.0] * 50 + [1.0] * 100, [5.0] * 10 + [3.0] * 100]):
+        folder = tmp_path / "Hopper-v5" / f"seed{seed}"
+        records.write_parquet(pd.DataFrame({"global_step": range(len(returns)), "episode_return": returns,
+                                            "episode_length": [1] * len(returns)}), folder / "episodes.parquet")
+        (folder / "manifest.json").write_text(json.dumps({"task": "Hopper-v5", "seed": seed, "total_steps": 1000}))
+    sb3 = load_sb3_scores(tmp_path)
+    assert sb3["score"].tolist() == [1.0, 3.0]  # the last 100 episodes of each run
+    ours = pd.DataFrame({"task": ["Hopper-v5"] * 3 + ["Walker2d-v5"], "variant": ["clip_0.2"] * 4,
+                         "score": [4.0, 4.0, 4.0, 9.0]})
+    table = sb3_difference(ours, sb3, n_resamples=4000)
+    assert table["task"].tolist() == ["Hopper-v5"]  # no SB3 runs on Walker2d
+    row = table.iloc[0]
+    assert (row["our_mean"], row["sb3_mean"], row["difference"]) == (4.0, 2.0, 2.0)
+    # ours has no spread; SB3's two seeds (1, 3) give means 1, 2 or 3 -> differences 3, 2, 1
+    assert (row["difference_ci_low"], row["difference_ci_high"]) == (1.0, 3.0)
+    assert row["sb3_n_seeds"] == 2 and row["sb3_steps"] == 1000

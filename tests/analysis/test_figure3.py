@@ -374,7 +374,7 @@ def _argv(runs: Path, randoms: list[Path], out: Path) -> list[str]:
 
 OUTPUTS = (
     "figure3_curves.png", "figure3_final_scores.csv", "figure3_final_scores.md", "figure3_aggregate.csv",
-    "figure3_aggregate.md", "figure3_throughput.csv", "figure3_throughput.md",
+    "figure3_aggregate.md", "figure3_claim.csv", "figure3_claim.md", "figure3_throughput.csv", "figure3_throughput.md",
 )
 
 
@@ -435,3 +435,16 @@ def test_truncated_run_file_is_a_one_line_error(study, tmp_path):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("figure3_report: error: corrupt parquet file")
     assert str(episodes) in lines[0]
+
+
+def test_claim_table_by_hand():
+    from analysis.figure3 import claim_table
+
+    scores = pd.DataFrame({"task": ["A"] * 4 + ["B"] * 4, "variant": ["clip_0.2", "clip_0.2", "trpo", "trpo"] * 2,
+                           "score": [10.0, 10.0, 1.0, 1.0, 3.0, 5.0, 4.0, 4.0]})
+    table = claim_table(scores, n_resamples=4000).set_index("task")
+    assert table.loc["A", "best"] == "clip_0.2" and table.loc["A", "p_clip_0.2_best"] == 1.0
+    # B: PPO's seeds (3, 5) give means 3, 4, 5 with probabilities 1/4, 1/2, 1/4; TRPO is 4: PPO best only at 5
+    # (a tie at 4 goes to the first column, clip_0.2, by idxmax), so P = 3/4 up to resampling noise.
+    assert table.loc["B", "clip_0.2_rank"] == 1 and table.loc["B", "best"] == "clip_0.2"  # 4.0 vs 4.0: first wins
+    assert abs(table.loc["B", "p_clip_0.2_best"] - 0.75) < 0.03

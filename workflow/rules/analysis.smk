@@ -5,12 +5,17 @@
 REPORT_FILES = []
 
 TABLE1_FILES = ("table1.csv", "table1.md", "table1_per_task.csv", "curves_steps.png", "curves_walltime.png",
-                "rank_agreement.json", "aggregates.csv", "probability_of_improvement.csv",
+                "rank_agreement.json", "sb3_comparison.csv", "aggregates.csv", "probability_of_improvement.csv",
                 "performance_profile.png", "sample_efficiency.png")
 FIGURE3_FILES = ("figure3_curves.png", "figure3_final_scores.csv", "figure3_final_scores.md",
-                 "figure3_aggregate.csv", "figure3_throughput.csv")
+                 "figure3_aggregate.csv", "figure3_claim.csv", "figure3_throughput.csv")
 ATARI_FILES = ("atari_table6.csv", "atari_table6.md", "atari_table2.csv", "atari_table2.md", "atari_aggregate.csv",
                "atari_aggregate.md", "atari_curves.png", "atari_references.csv", "atari_references.md")
+
+
+# Stable-Baselines3 reference runs published with the project (benchmarks/mujoco_sb3_reference.py): the
+# Table 1 report compares its anchor with those at the same budget; a new one re-runs the report.
+SB3_REFERENCE_FILES = sorted(str(p) for p in Path("published/sb3_reference").glob("*/seed*/*"))
 
 
 def anchor_stem(study):
@@ -67,6 +72,7 @@ for _study in STUDIES:
                 runs=run_outputs(_study, _study.runs()),
                 manifests=manifests(_study),
                 random=[random_score(t) for t in _study.tasks],
+                sb3=SB3_REFERENCE_FILES,
             output:
                 table=report(f"{_out}/table1.csv", caption="../report/table1.rst", category=_cat),
                 table_md=f"{_out}/table1.md",
@@ -76,6 +82,8 @@ for _study in STUDIES:
                 curves=report(f"{_out}/curves_steps.png", caption="../report/curves.rst", category=_cat),
                 curves_wall=report(f"{_out}/curves_walltime.png", caption="../report/curves_walltime.rst", category=_cat),
                 rank=f"{_out}/rank_agreement.json",
+                sb3=f"{_out}/sb3_comparison.csv",
+                sb3_md=f"{_out}/sb3_comparison.md",
                 aggregates=report(f"{_out}/aggregates.csv", caption="../report/aggregates.rst", category=_cat),
                 aggregates_md=f"{_out}/aggregates.md",
                 improvement=report(f"{_out}/probability_of_improvement.csv", caption="../report/probability_of_improvement.rst", category=_cat),
@@ -89,7 +97,8 @@ for _study in STUDIES:
             shell:
                 "python workflow/scripts/table1_report.py --runs {params.runs_dir} --manifests {input.manifests} "
                 "--random {input.random} --reference-dir reference --out-dir {params.report_dir} --budget-note {params.budget:q} "
-                "--variant {params.anchor} --n-resamples {params.n_resamples} --seed {params.seed} > {log} 2>&1"
+                "--variant {params.anchor} --n-resamples {params.n_resamples} --seed {params.seed} "
+                "--sb3-dir published/sb3_reference > {log} 2>&1"
 
     elif _study.report == "figure3":
         REPORT_FILES += [f"{_out}/{name}" for name in FIGURE3_FILES]
@@ -107,6 +116,8 @@ for _study in STUDIES:
                 scores_md=f"{_out}/figure3_final_scores.md",
                 aggregate=report(f"{_out}/figure3_aggregate.csv", caption="../report/figure3_aggregate.rst", category=_cat),
                 aggregate_md=f"{_out}/figure3_aggregate.md",
+                claim=f"{_out}/figure3_claim.csv",
+                claim_md=f"{_out}/figure3_claim.md",
                 throughput=report(f"{_out}/figure3_throughput.csv", caption="../report/figure3_throughput.rst", category=_cat),
                 throughput_md=f"{_out}/figure3_throughput.md",
             params:

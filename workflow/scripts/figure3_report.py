@@ -35,11 +35,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from analysis.figure3 import (  # noqa: E402
     ALGORITHMS,
+    CLAIM,
     PAPER_STEPS,
     UPDATE_COLUMNS,
     aggregate_table,
     best_per_task,
     budget_line,
+    claim_table,
     final_score_table,
     plot_figure3,
     run_algorithms,
@@ -156,6 +158,16 @@ def run_report(args: argparse.Namespace) -> dict[str, Path]:
         "Figure 3: normalised score per algorithm across tasks (95% stratified bootstrap CIs)",
     )
     written["figure3_aggregate"] = out / "figure3_aggregate.csv"
+
+    claim = claim_table(scores, args.variant, args.n_resamples, args.seed)
+    if args.variant in set(scores["variant"]):
+        best = int((claim["best"] == args.variant).sum())
+        verdict = f"{args.variant} has the best mean final score on {best} of {len(claim)} tasks."
+    else:
+        verdict = f"{args.variant} has no runs here."
+    write_table(claim, out / "figure3_claim.csv", out / "figure3_claim.md", [*notes, CLAIM, verdict],
+                "Figure 3: is PPO the best algorithm on almost every task?", 2)
+    written["figure3_claim"] = out / "figure3_claim.csv"
 
     rates = throughput(manifests, updates, args.variant)
     rate_notes = [*notes, THROUGHPUT_NOTE]

@@ -47,7 +47,13 @@ from analysis.curves import (  # noqa: E402
     sample_efficiency,
 )
 from analysis.io import RunDataError, load_random, load_study  # noqa: E402
-from analysis.references import format_steps, load_references, per_task_reference  # noqa: E402
+from analysis.references import (  # noqa: E402
+    format_steps,
+    load_references,
+    load_sb3_scores,
+    per_task_reference,
+    sb3_difference,
+)
 from analysis.report_tables import write_table  # noqa: E402
 from analysis.scores import final_scores  # noqa: E402
 from analysis.table1 import (  # noqa: E402
@@ -78,6 +84,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--variant", default="clip_0.2",
                    help="anchor variant: per-task reference table and probability of improvement")
     p.add_argument("--window", type=int, default=100, help="episodes in the final score (paper: 100)")
+    p.add_argument("--sb3-dir", type=Path, default=None,
+                   help="runs of benchmarks/mujoco_sb3_reference.py (published/sb3_reference) to compare with")
     p.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap resamples")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--curve-points", type=int, default=100)
@@ -235,6 +243,16 @@ def run_report(args: argparse.Namespace) -> dict[str, Path]:
         f"Per-task final score of {args.variant} beside published PPO numbers", 1,
     )
     written["per_task"] = out / f"{stem}.csv"
+
+    sb3 = load_sb3_scores(args.sb3_dir, args.window) if args.sb3_dir is not None else load_sb3_scores(out / "none")
+    sb3 = sb3[sb3["total_steps"] == int(manifests["total_steps"].max())]  # the same budget only
+    write_table(
+        sb3_difference(scores, sb3, args.variant, args.n_resamples, seed=args.seed), out / "sb3_comparison.csv",
+        out / "sb3_comparison.md", [*notes, "SB3: benchmarks/mujoco_sb3_reference.py, the paper's settings on the "
+                                    "same v5 tasks and budget; the interval resamples both sides' seeds"],
+        f"{args.variant} beside Stable-Baselines3 PPO: ours − SB3, last-100 training episodes", 1,
+    )
+    written["sb3_comparison"] = out / "sb3_comparison.csv"
 
     for axis, name, plot in (
         ("global_step", "curves_steps.png", plot_curves),
