@@ -1,0 +1,165 @@
+"""Golden records: any change of numerics fails here, per algorithm, before it can mix with published runs.
+
+Published paper-scale runs (published/, ppo.publish) are records of the code at one revision. A change that
+alters a run's floats (an optimizer epsilon, an order of operations, a seed derivation, a new default)
+makes every later run incomparable with them, without any error anywhere else. So tests/golden/ keeps one
+tiny run per algorithm and code path (tests/golden/regenerate.py, GOLDENS: PPO with each objective of
+Table 1, A2C, A2C with trust region, TRPO, adaptive VPG and CEM on Hopper-v5; PPO, A2C and ACER with replay
+on Atari Breakout), and this test trains each again in memory, resolved as the pipeline resolves it
+(ppo.config.load_variant with the scale's total_steps, ppo.study.Run), on one thread, and requires its
+episodes and updates tables to be identical to the golden's, bit for bit: every float is compared by its
+repr, which round-trips exactly. The whole module takes about 35 s of one core (CPU time; longer in wall time on a busy machine).
+
+When a difference is deliberate (a fix, a new default), regenerate the goldens and commit them with the
+change, then re-train or mark the published runs of the algorithms whose goldens changed:
+
+    .venv/bin/python -m tests.golden.regenerate            # all goldens (about 35 s)
+    .venv/bin/python -m tests.golden.regenerate trpo cem   # some of them
+
+A golden is compared only under the package versions it was made with (torch, numpy, gymnasium, and mujoco
+or ale-py: the floats legitimately differ across them) and the same torch CPU capability (AVX2, AVX512:
+kernels differ); elsewhere it is skipped with the reason. A changed configuration of a golden's variant
+(its config digest) fails with its own message: that is a change of settings, not of numerics.
+
+The second guard, test_every_algorithm_has_a_golden, fails when an algorithm of ppo/algorithms (or an
+algorithm and network family that a variant file uses) has no golden.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import pkgutil
+
+import pytest
+
+import ppo.algorithms
+from golden import regenerate as gold  # tests/golden/regenerate.py (tests/ is on sys.path, as for killing.py)
+from ppo import records
+from ppo.algorithms import algorithm_class
+from ppo.config import ALGORITHMS, EXPERIMENTS_DIR, load_variant
+
+REGENERATE = "python -m tests.golden.regenerate"
+
+
+def load_golden(golden: gold.Golden) -> dict:
+    path = gold.GOLDEN_DIR / golden.name / "golden.json"
+    if not path.exists():
+        pytest.fail(f"golden {golden.name} is defined in tests/golden/regenerate.py but {path} does not exist: "
+                    f"write it with `{REGENERATE} {golden.name}` at a revision whose numerics are the reference")
+    return json.loads(path.read_text())
+
+
+def skip_reason(record: dict) -> str | None:
+    """Why this machine cannot reproduce the golden's floats, or None."""
+    installed = records.package_versions()
+    differ = [f"{name} {installed.get(name)} (golden: {record['packages'].get(name)})"
+              for name in record["compared_packages"] if installed.get(name) != record["packages"].get(name)]
+    capability = gold.environment()["torch_cpu_capability"]
+    if capability != record["torch_cpu_capability"]:
+        differ.append(f"torch CPU capability {capability} (golden: {record['torch_cpu_capability']})")
+    if differ:
+        return (f"golden {record['name']} was made under other versions or CPU kernels, whose floats legitimately "
+                f"differ: {'; '.join(differ)}. Compare under the golden's versions, or regenerate "
+                f"(`{REGENERATE}`) only if these versions are the project's new reference")
+    return None
+
+
+def published_variants(golden: gold.Golden, algorithm_key: str) -> list[str]:
+    """The variant files whose runs share the golden's algorithm and network family."""
+    names = []
+    for path in sorted((EXPERIMENTS_DIR / "variants").glob("*.yaml")):
+        cfg = load_variant(path.stem).config
+        if cfg.algorithm_key == algorithm_key and cfg.is_atari == (golden.kind == "atari"):
+            names.append(path.stem)
+    return names
+
+
+def numerics_changed(golden: gold.Golden, record: dict, what: str) -> str:
+    key = record["algorithm_key"]
+    variants = published_variants(golden, key)
+    where = f"published/*/paper/runs/*/{{{','.join(variants)}}}/seed*" if variants else "published/"
+    return (f"golden {golden.name} ({golden.why}; variant {golden.variant}, {golden.task}, seed {golden.seed}, "
+            f"{golden.total_steps} steps, made at commit {str(record['generated_at'].get('commit'))[:10]}): {what}.\n"
+            f"numerics changed: published paper-scale runs of algorithm {key} ({where}; published/INDEX.csv "
+            f"gives each run's commit) were trained with the old numerics; if the change is deliberate, "
+            f"regenerate the goldens with `{REGENERATE}` and re-train or mark the affected published runs")
+
+
+def first_difference(golden_rows: list[list[str]], rows: list[list[str]]) -> str | None:
+    """Where two canonical tables (header first) differ: column, first row, both values; or None."""
+    if golden_rows[0] != rows[0]:
+        return f"columns differ: golden {golden_rows[0]}, now {rows[0]}"
+    header, old, new = rows[0], golden_rows[1:], rows[1:]
+    cells = [(r, c) for r in range(min(len(old), len(new))) for c in range(len(header)) if old[r][c] != new[r][c]]
+    if cells:
+        r, c = cells[0]
+        columns = list(dict.fromkeys(header[c] for _, c in cells))
+        return (f"column {header[c]!r} first differs at row {r} (0-based, of {len(old)}): golden {old[r][c]}, now "
+                f"{new[r][c]}; {len(cells)} cells differ, in columns {columns}"
+                + (f"; and the table has {len(new)} rows, the golden {len(old)}" if len(old) != len(new) else ""))
+    if len(old) != len(new):
+        return f"the table has {len(new)} rows, the golden {len(old)} (the first {min(len(old), len(new))} agree)"
+    return None
+
+
+@pytest.mark.parametrize("golden", gold.GOLDENS, ids=[g.name for g in gold.GOLDENS])
+def test_records_are_identical_to_the_golden(golden):
+    gold.check_checkout()  # compare this checkout's code, not an installed copy of another one
+    record = load_golden(golden)
+    defined = {"variant": golden.variant, "task": golden.task, "seed": golden.seed,
+               "total_steps": golden.total_steps, "overrides": golden.overrides}
+    stored = {k: record[k] for k in defined}
+    assert stored == defined, (f"golden {golden.name} is defined as {defined} in tests/golden/regenerate.py but "
+                               f"was made as {stored}: regenerate it (`{REGENERATE} {golden.name}`)")
+    reason = skip_reason(record)
+    if reason:
+        pytest.skip(reason)
+    digest = gold.resolve(golden).config_digest
+    assert digest == record["config_digest"], (
+        f"golden {golden.name}: the resolved configuration of variant {golden.variant} changed (config digest "
+        f"{record['config_digest']} -> {digest}; see experiments/variants/{golden.variant}.yaml and its preset). "
+        f"Published runs with the old digest are no longer current for the pipeline. If the change is deliberate, "
+        f"regenerate the golden (`{REGENERATE} {golden.name}`)")
+
+    tables = gold.train(golden)
+    problems = []
+    for name in gold.TABLES:
+        table, expected = tables[name], record["tables"][name]
+        if gold.dtypes(table) != expected["dtypes"]:
+            problems.append(f"{name}.csv: column types differ: golden {expected['dtypes']}, now {gold.dtypes(table)}")
+        diff = first_difference(gold.read_rows(gold.GOLDEN_DIR / golden.name / expected["file"]),
+                                gold.canonical_rows(table))
+        if diff:
+            problems.append(f"{name}.csv: {diff}")
+    if problems:
+        pytest.fail(numerics_changed(golden, record, "; ".join(problems)), pytrace=False)
+
+
+def registered_algorithms() -> set[str]:
+    """Every name algorithm_class accepts: the modules of ppo/algorithms with an ALGORITHM, and the config's."""
+    modules = {m.name for m in pkgutil.iter_modules(ppo.algorithms.__path__)
+               if hasattr(importlib.import_module(f"ppo.algorithms.{m.name}"), "ALGORITHM")}
+    return modules | set(ALGORITHMS)
+
+
+def test_every_algorithm_has_a_golden():
+    add = (f"add a Golden to GOLDENS in tests/golden/regenerate.py (a variant of experiments/variants/, a task, "
+           f"a budget of a few thousand steps) and write it with `{REGENERATE} <name>`")
+    covered, algorithms = {}, set()
+    for golden in gold.GOLDENS:
+        cfg = gold.resolve(golden).variant.config
+        algorithms.add(cfg.algorithm)
+        covered.setdefault((cfg.algorithm_key, cfg.network), golden.name)
+    missing = sorted(registered_algorithms() - algorithms)
+    assert not missing, (f"algorithm(s) {missing} of ppo/algorithms have no golden record, so a change of their "
+                         f"numerics would go unnoticed: {add}")
+    # Every algorithm (Figure 3's naming: a2c_trust_region, vpg_adaptive are their own) and network family
+    # that a variant file trains needs a golden, unless gold.NOT_COVERED says why not.
+    used = {}
+    for path in sorted((EXPERIMENTS_DIR / "variants").glob("*.yaml")):
+        cfg = load_variant(path.stem).config
+        used.setdefault((cfg.algorithm_key, cfg.network), path.stem)
+    uncovered = {pair: variant for pair, variant in used.items()
+                 if pair not in covered and pair not in gold.NOT_COVERED}
+    assert not uncovered, ("no golden record for " + "; ".join(
+        f"algorithm {k} with network {n} (variant {v})" for (k, n), v in sorted(uncovered.items())) + f": {add}")
