@@ -283,3 +283,26 @@ def test_best_of_n_climbs_the_proxy(tiny_models):
     assert u["ref_kl"].iloc[0] == 0 and u["ref_kl"].iloc[-1] == pytest.approx(math.log(64) - 63 / 64)
     assert u["score"].is_monotonic_increasing  # the max of a growing set of the same samples
     assert u["gold_reward"].iloc[-1] > u["gold_reward"].iloc[0]
+
+
+def test_run_entry_point_writes_records_and_reuses_the_models(tmp_path):
+    import json
+
+    import pandas as pd
+
+    from ppo.rlhf import run
+    tiny = ["updates=2", "batch_size=16", "minibatch_size=8", "language.num_words=8", "language.successors=2",
+            "language.max_response_length=6", "language.min_response_length=2", "policy_model.d_model=16",
+            "policy_model.n_layer=1", "sft.steps=20", "reward_model.pairs=64", "reward_model.normalise_samples=64",
+            "reference_kl.beta=0.1"]
+    argv = ["--variant", "clip_0.2", "--models-cache", str(tmp_path / "models")] + [a for s in tiny for a in ("--set", s)]
+    assert run.main(argv + ["--seed", "0", "--out", str(tmp_path / "a")]) == 0
+    assert run.main(argv + ["--seed", "0", "--out", str(tmp_path / "b")]) == 0
+    a, b = (pd.read_parquet(tmp_path / d / "updates.parquet") for d in "ab")
+    assert a.equals(b) and len(a) == 3  # the cached models give the same run
+    manifest = json.loads((tmp_path / "b" / "manifest.json").read_text())
+    assert manifest["config"]["reference_kl"]["beta"] == 0.1 and manifest["seed"] == 0
+    assert "cached" in manifest["models"] and "cached" not in json.loads((tmp_path / "a" / "manifest.json").read_text())["models"]
+    assert len(list((tmp_path / "models").glob("models-*.pt"))) == 1
+    assert set(pd.read_parquet(tmp_path / "a" / "samples.parquet")["update"]) == {0, 2}
+    assert run.main(argv + ["--seed", "0", "--out", str(tmp_path / "c"), "--set", "reference_kl.bta=1"]) == 2
