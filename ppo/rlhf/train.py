@@ -151,8 +151,9 @@ def train(cfg: RLHFConfig, seed: int, models: Models | None = None, log=None) ->
     sample_gen, order_gen = seeds(seed)
     policy = copy.deepcopy(models.sft).train().requires_grad_(True)
     value = copy.deepcopy(models.reward).train().requires_grad_(True) if cfg.algorithm == "ppo" else None
-    opt_policy = torch.optim.Adam(policy.parameters(), lr=cfg.learning_rate, eps=cfg.adam_eps)
-    opt_value = torch.optim.Adam(value.parameters(), lr=cfg.learning_rate, eps=cfg.adam_eps) if value is not None else None
+    # foreach: one fused pass over the parameters per step; on CPU torch defaults to a loop per tensor
+    opt_policy = torch.optim.Adam(policy.parameters(), lr=cfg.learning_rate, eps=cfg.adam_eps, foreach=True)
+    opt_value = torch.optim.Adam(value.parameters(), lr=cfg.learning_rate, eps=cfg.adam_eps, foreach=True) if value is not None else None
     o = cfg.objective
     clip_eps = torch.tensor([[math.inf if o.clip_epsilon is None else o.clip_epsilon]])
     tr_beta = torch.tensor([o.kl_beta])  # the surrogate's β on KL(π_old‖π), adapted by d_targ
