@@ -72,7 +72,7 @@ def planned_training(project, *config):
     assert plan.returncode == 0, plan.stdout[-2000:] + plan.stderr[-2000:]
     dirs = set()
     for line in plan.stdout.splitlines():
-        if "-m ppo.run" in line:
+        if "-m ppo.run" in line and "--copy-from" not in line:  # copies are not training
             dirs |= {str(Path(tok).parent) for tok in line.split() if tok.endswith("manifest.json")}
     return dirs
 
@@ -93,3 +93,27 @@ def test_regrouping_retrains_nothing_and_a_new_variant_trains_only_its_runs(proj
         assert planned and all(d.endswith("/seed1") for d in planned)
     finally:
         new.unlink(missing_ok=True)
+
+
+def test_a_fresh_clone_with_published_runs_trains_nothing(project, tmp_path):
+    """The project's published runs (ppo.publish) stand for training: a clone without results plans only
+    copies of them and builds the report; a run missing from published/ is trained."""
+    from ppo.publish import publish
+    from ppo.study import load_study
+
+    clone = tmp_path / "clone"
+    shutil.copytree(project, clone, ignore=shutil.ignore_patterns("results", ".snakemake", "logs"))
+    studies = [load_study("table1", "smoke"), load_study("figure3", "smoke")]
+    added = publish([project], clone / "published", studies)
+    assert len(added) == 22 + 10  # Table 1's 11 settings and Figure 3's 5 baselines on 2 tasks, 1 seed
+    mujoco = "studies=[table1,figure3]"
+    assert planned_training(clone, mujoco) == set()
+    done = snakemake(clone, mujoco)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (clone / "results/table1/smoke/report/table1.csv").exists()
+    assert not list((clone / "logs").glob("*/smoke/train_*.log"))
+    copied = json.loads((clone / "results/table1/smoke/runs/Hopper-v5/clip_0.2/seed0/manifest.json").read_text())
+    assert copied["copied_from"]["run_dir"] == "published/table1/smoke/runs/Hopper-v5/clip_0.2/seed0"
+    for root in ("published", "results"):  # a run neither published nor finished here is trained
+        shutil.rmtree(clone / root / "table1/smoke/runs/Hopper-v5/no_clip")
+    assert planned_training(clone, mujoco) == {"results/table1/smoke/runs/Hopper-v5/no_clip/seed0"}
