@@ -39,8 +39,8 @@ for _study in STUDIES:
         log:
             f"{log_dir(_study)}/deviations.log",
         shell:
-            "python workflow/scripts/deviations.py --study {params.study} --scale {params.scale} "
-            "--seeds {params.seeds} --out {output[0]} > {log} 2>&1"
+            "python workflow/scripts/deviations.py --study {params.study:q} --scale {params.scale:q} "
+            "--seeds {params.seeds:q} --out {output[0]:q} > {log:q} 2>&1"
 
     # Our random policy is the zero point of the MuJoCo studies only: Atari uses the published random scores.
     if _study.report != "atari":
@@ -54,7 +54,7 @@ for _study in STUDIES:
             output:
                 report(f"{_out}/random_scores.csv", caption="../report/random_scores.rst", category=_cat),
             shell:
-                "python workflow/scripts/random_scores.py {output} {input}"
+                "python workflow/scripts/random_scores.py {output:q} {input:q}"
 
     if _study.report == "table1":
         _anchor = anchor_stem(_study)
@@ -87,9 +87,9 @@ for _study in STUDIES:
             log:
                 f"{log_dir(_study)}/table1_report.log",
             shell:
-                "python workflow/scripts/table1_report.py --runs {params.runs_dir} --manifests {input.manifests} "
-                "--random {input.random} --reference-dir reference --out-dir {params.report_dir} --budget-note {params.budget:q} "
-                "--variant {params.anchor} --n-resamples {params.n_resamples} --seed {params.seed} > {log} 2>&1"
+                "python workflow/scripts/table1_report.py --runs {params.runs_dir:q} --manifests {input.manifests:q} "
+                "--random {input.random:q} --reference-dir reference --out-dir {params.report_dir:q} --budget-note {params.budget:q} "
+                "--variant {params.anchor:q} --n-resamples {params.n_resamples:q} --seed {params.seed:q} > {log:q} 2>&1"
 
     elif _study.report == "figure3":
         REPORT_FILES += [f"{_out}/{name}" for name in FIGURE3_FILES]
@@ -114,9 +114,9 @@ for _study in STUDIES:
             log:
                 f"{log_dir(_study)}/figure3_report.log",
             shell:
-                "python workflow/scripts/figure3_report.py --runs {params.runs_dir} --manifests {input.manifests} "
-                "--random {input.random} --reference-dir reference --out-dir {params.report_dir} --budget-note {params.budget:q} "
-                "--variant {params.anchor} --n-resamples {params.n_resamples} --seed {params.seed} > {log} 2>&1"
+                "python workflow/scripts/figure3_report.py --runs {params.runs_dir:q} --manifests {input.manifests:q} "
+                "--random {input.random:q} --reference-dir reference --out-dir {params.report_dir:q} --budget-note {params.budget:q} "
+                "--variant {params.anchor:q} --n-resamples {params.n_resamples:q} --seed {params.seed:q} > {log:q} 2>&1"
 
     elif _study.report == "atari":
         REPORT_FILES += [f"{_out}/{name}" for name in ATARI_FILES]
@@ -142,6 +142,6 @@ for _study in STUDIES:
             log:
                 f"{log_dir(_study)}/atari_report.log",
             shell:
-                "python workflow/scripts/atari_report.py --runs {params.runs_dir} --manifests {input.manifests} "
-                "--reference-dir reference --out-dir {params.report_dir} --budget-note {params.budget:q} "
-                "--n-resamples {params.n_resamples} --seed {params.seed} > {log} 2>&1"
+                "python workflow/scripts/atari_report.py --runs {params.runs_dir:q} --manifests {input.manifests:q} "
+                "--reference-dir reference --out-dir {params.report_dir:q} --budget-note {params.budget:q} "
+                "--n-resamples {params.n_resamples:q} --seed {params.seed:q} > {log:q} 2>&1"
