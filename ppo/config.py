@@ -414,8 +414,8 @@ def _is_number(value) -> bool:
 
 _TYPE_CHECKS = {  # annotation -> (test, what the error says)
     "int": (lambda v: _is_number(v) and (isinstance(v, int) or v.is_integer()), "an integer"),
-    "float": (_is_number, "a number"),
-    "float | None": (lambda v: v is None or _is_number(v), "a number or null"),
+    "float": (_is_number, "a finite number"),
+    "float | None": (lambda v: v is None or _is_number(v), "a finite number or null"),
     "bool": (lambda v: isinstance(v, bool), "true or false"),
     "str": (lambda v: isinstance(v, str), "a string"),
     "str | None": (lambda v: v is None or isinstance(v, str), "a string or null"),

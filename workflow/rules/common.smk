@@ -25,6 +25,11 @@ except ConfigError as err:
 
 from ppo.study import RUN_FILES
 
+for _folder in ("results", "logs"):  # Snakemake would fail on it with a traceback while planning
+    if Path(_folder).exists() and not Path(_folder).is_dir():
+        raise WorkflowError(f"cannot write results: {_folder} is a file, not a folder; no job was started, "
+                            "nothing was changed")
+
 
 def results_dir(study):
     return f"results/{study.name}/{study.scale}"
