@@ -151,8 +151,8 @@ def read_env_protocol(path: str | Path) -> dict:
     path = Path(path)
     try:
         manifest = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise RunDataError(f"manifest {path}: unreadable ({' '.join(str(exc).split())})") from exc
+    except (OSError, ValueError, RecursionError) as exc:  # ValueError: bad JSON or UTF-8
+        raise RunDataError(f"manifest {path}: unreadable ({' '.join(str(exc).split())[:200]})") from exc
     protocol = manifest.get("env_protocol") if isinstance(manifest, dict) else None
     if not isinstance(protocol, dict):
         raise RunDataError(f"manifest {path}: field 'env_protocol' is missing or not a mapping")

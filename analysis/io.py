@@ -47,8 +47,8 @@ def read_manifest(path: str | Path) -> dict:
         raise RunDataError(f"missing manifest: {path}")
     try:
         manifest = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise RunDataError(f"corrupt manifest {path}: {exc}") from exc
+    except (OSError, ValueError, RecursionError) as exc:  # ValueError: bad JSON or UTF-8, a 5000-digit number
+        raise RunDataError(f"corrupt manifest {path}: {_one_line(exc)[:200]}") from exc
     if not isinstance(manifest, dict):
         raise RunDataError(f"manifest {path} is not a JSON object")
     missing = [k for k in MANIFEST_KEYS if k not in manifest]

@@ -25,7 +25,7 @@ import torch
 from ale_py.registration import rom_id_to_name
 from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
 
-from .config import EXPERIMENTS_DIR, ConfigError, _check_keys, _read_yaml
+from .config import EXPERIMENTS_DIR, ConfigError, _check_keys, _read_yaml, check_name, show
 
 gym.register_envs(ale_py)  # gymnasium 1.x no longer registers the ALE ids by itself
 ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)  # as AtariEnv does, but before the first banner
@@ -81,9 +81,10 @@ def load_protocol(name: str, experiments_dir: Path = EXPERIMENTS_DIR) -> AtariPr
     Every setting must be given, and every setting needs a source."""
     folder = experiments_dir / "protocols"
     path = folder / f"{name}.yaml"
+    check_name(name, "protocol name", str(path))
     if not path.is_file():
         available = sorted(p.stem for p in folder.glob("*.yaml"))
-        raise ConfigError(f"{path}: no Atari protocol {name!r}; available: {available}")
+        raise ConfigError(f"{path}: no Atari protocol {show(name)}; available: {available}")
     data = _read_yaml(path)
     _check_keys(data, {"description", "settings", "sources"}, {"description", "settings", "sources"}, path)
     settings, sources = data["settings"], data["sources"]
@@ -91,7 +92,7 @@ def load_protocol(name: str, experiments_dir: Path = EXPERIMENTS_DIR) -> AtariPr
     _check_keys(sources, set(SETTINGS), set(SETTINGS), path, "sources.")
     for key, text in sources.items():
         if not isinstance(text, str) or not text.strip():
-            raise ConfigError(f"{path}: field sources.{key} must be a non-empty text, got {text!r}")
+            raise ConfigError(f"{path}: field sources.{key} must be a non-empty text, got {show(text)}")
     try:
         return AtariProtocol(name=name, **settings)
     except ValueError as err:
@@ -111,21 +112,21 @@ def check_atari_task(task: str, source: str = "task") -> None:
     """Accept only ``ALE/<Game>-v5`` ids known to gymnasium; refuse every other Atari naming with the reason."""
     legacy = _LEGACY_ID.match(task)
     if legacy and legacy["ram"]:
-        raise ConfigError(f"{source}: {task!r} is a RAM-observation variant; this project learns from pixels "
+        raise ConfigError(f"{source}: {show(task)} is a RAM-observation variant; this project learns from pixels "
                           f"(use 'ALE/{legacy['game']}-v5')")
     v5 = _V5_ID.match(task)
     if v5 is None and legacy and legacy["game"] in GAMES:
         if legacy["skip"] or (legacy["version"] and not task.startswith("ALE/")):
             raise ConfigError(
-                f"{source}: {task!r} is a legacy id whose name fixes protocol settings (NoFrameskip: frame skip 1, "
+                f"{source}: {show(task)} is a legacy id whose name fixes protocol settings (NoFrameskip: frame skip 1, "
                 f"Deterministic: 4, none: random 2-4; v0: sticky actions 0.25, v4: none) outside the protocol; "
                 f"use 'ALE/{legacy['game']}-v5' with an Atari protocol (experiments/protocols/)")
-        raise ConfigError(f"{source}: {task!r} lacks the 'ALE/' namespace or the '-v5' version; "
+        raise ConfigError(f"{source}: {show(task)} lacks the 'ALE/' namespace or the '-v5' version; "
                           f"use 'ALE/{legacy['game']}-v5'")
     if v5 is None:
-        raise ConfigError(f"{source}: {task!r} is not an Atari id of the form 'ALE/<Game>-v5' (e.g. 'ALE/Pong-v5')")
+        raise ConfigError(f"{source}: {show(task)} is not an Atari id of the form 'ALE/<Game>-v5' (e.g. 'ALE/Pong-v5')")
     if task not in gym.registry and v5["game"] in GAMES:
-        raise ConfigError(f"{source}: {task!r}: ale-py ships this ROM but registers no single-player v5 env for it")
+        raise ConfigError(f"{source}: {show(task)}: ale-py ships this ROM but registers no single-player v5 env for it")
     if task not in gym.registry:
         close = difflib.get_close_matches(v5["game"], sorted(GAMES), n=3)
         raise ConfigError(f"{source}: unknown Atari game {v5['game']!r} (not registered by ale-py "

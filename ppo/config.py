@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
+import reprlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,32 @@ EXPERIMENTS_DIR = PROJECT_ROOT / "experiments"
 
 class ConfigError(ValueError):
     """A configuration file is malformed; the message names the file and the field."""
+
+
+_SHOW = reprlib.Repr()
+_SHOW.maxlevel, _SHOW.maxtuple, _SHOW.maxlist, _SHOW.maxdict, _SHOW.maxset = 2, 6, 6, 4, 4
+_SHOW.maxstring, _SHOW.maxlong, _SHOW.maxother = 60, 40, 60
+
+
+def show(value) -> str:
+    """A value as an error message quotes it: short and one line, whatever its size or depth (reprlib
+    never expands more than a few items, so an alias bomb or a cyclic list costs nothing to print)."""
+    text = " ".join(_SHOW.repr(value).split())
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+# Names that become folder names and words of shell commands (variants, studies, scales, presets,
+# protocols): letters, digits, '_', '.', '-', not starting with '.' or '-', so no quoting, globbing, '..'
+# or option can come from them.
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+
+
+def check_name(name, what: str, source: str) -> str:
+    """``name`` if it is a safe name (see _NAME), else a ConfigError naming ``source`` and ``what``."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or ".." in name:
+        raise ConfigError(f"{source}: {what} {show(name)} is not a valid name: use letters, digits, '_', '.' "
+                          "and '-' (at most 100, not starting with '.' or '-', no '..')")
+    return name
 
 
 @dataclass(frozen=True)
@@ -378,22 +406,37 @@ def _field_types(cls) -> dict[str, dataclasses.Field]:
 
 
 def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    """An int or a finite float: NaN and infinities are refused wherever a number is read."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or isinstance(value, float) and math.isfinite(value)
 
 
 _TYPE_CHECKS = {  # annotation -> (test, what the error says)
-    "int": (lambda v: _is_number(v) and float(v).is_integer(), "an integer"),
-    "float": (_is_number, "a number"),
-    "float | None": (lambda v: v is None or _is_number(v), "a number or null"),
+    "int": (lambda v: _is_number(v) and (isinstance(v, int) or v.is_integer()), "an integer"),
+    "float": (_is_number, "a finite number"),
+    "float | None": (lambda v: v is None or _is_number(v), "a finite number or null"),
     "bool": (lambda v: isinstance(v, bool), "true or false"),
     "str": (lambda v: isinstance(v, str), "a string"),
     "str | None": (lambda v: v is None or isinstance(v, str), "a string or null"),
-    "tuple[int, ...]": (lambda v: isinstance(v, (list, tuple)) and len(v) > 0
-                        and all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in v),
-                        "a non-empty list of positive integers"),
-    "tuple[float, ...]": (lambda v: isinstance(v, (list, tuple)) and all(_is_number(x) for x in v),
-                          "a list of numbers"),
+    "tuple[int, ...]": (lambda v: isinstance(v, (list, tuple)) and 0 < len(v) <= 16
+                        and all(isinstance(x, int) and not isinstance(x, bool) and 0 < x <= 4096 for x in v),
+                        "a list of 1 to 16 integers in [1, 4096]"),
+    "tuple[float, ...]": (lambda v: isinstance(v, (list, tuple)) and len(v) <= 16 and all(_is_number(x) for x in v),
+                          "a list of at most 16 finite numbers"),
 }
+# Ranges of numeric fields, by field name in whichever section: sizes that would exhaust memory or never
+# finish, and coefficients whose sign the algorithms assume. The dataclasses check the finer rules.
+_RANGES = {
+    "total_steps": (1, 10**10), "num_envs": (1, 1024), "horizon": (1, 100_000), "epochs": (1, 1000),
+    "minibatch_size": (1, 2**20), "cg_iters": (1, 1000), "line_search_steps": (1, 100), "vf_epochs": (1, 1000),
+    "vf_minibatch_size": (1, 2**20), "fvp_subsample": (1, 2**20), "buffer_size": (1, 10**6),
+    "replay_start": (0, 10**6), "lr_decay_steps": (1, 10**10), "extra_noise_decay_generations": (1, 10**9),
+    "episodes_per_candidate": (1, 1000), "ent_coef": (0, 1e3), "vf_coef": (0, 1e3), "q_coef": (0, 1e3),
+    "log_std_init": (-20, 20), "cg_damping": (0, 1e6), "max_kl": (0, 1e3), "obs_clip": (0, 1e6),
+    "replay_ratio": (0, 100), "truncation_c": (0, 1e6), "init_std": (0, 1e6),
+}
+MAX_BATCH = 2**20  # num_envs * horizon: the steps one update holds in memory (CEM's 200 x 2048 = 409,600)
 
 
 def _check_types(values: dict, cls, source: str, prefix: str = "") -> None:
@@ -402,7 +445,10 @@ def _check_types(values: dict, cls, source: str, prefix: str = "") -> None:
     for name, value in values.items():
         check = _TYPE_CHECKS.get(str(fields[name].type))
         if check and not check[0](value):
-            raise ConfigError(f"{source}: field {prefix}{name} must be {check[1]}, got {value!r}")
+            raise ConfigError(f"{source}: field {prefix}{name} must be {check[1]}, got {show(value)}")
+        low, high = _RANGES.get(name, (-math.inf, math.inf))
+        if _is_number(value) and not low <= value <= high:
+            raise ConfigError(f"{source}: field {prefix}{name} must lie in [{low:g}, {high:g}], got {show(value)}")
 
 
 def build_config(data: dict[str, Any], source: str) -> PPOConfig:
@@ -450,9 +496,15 @@ def build_config(data: dict[str, Any], source: str) -> PPOConfig:
         if isinstance(value, float) and value.is_integer():
             kwargs[name] = int(value)
     try:
-        return PPOConfig(**kwargs)
+        config = PPOConfig(**kwargs)
     except (TypeError, ValueError) as err:
         raise ConfigError(f"{source}: {err}") from None
+    if config.num_envs * config.horizon > MAX_BATCH:
+        raise ConfigError(f"{source}: field horizon: num_envs * horizon = {config.num_envs * config.horizon:,} steps "
+                          f"per update exceeds the limit of {MAX_BATCH:,}")
+    if config.env_protocol is not None:
+        check_name(config.env_protocol, "field env_protocol", source)
+    return config
 
 
 def deep_merge(base: dict, overrides: dict) -> dict:
@@ -465,25 +517,60 @@ def deep_merge(base: dict, overrides: dict) -> dict:
     return out
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """yaml.safe_load, except that a key given twice in one mapping is an error (not: the last one wins)."""
+MAX_YAML_BYTES = 1_000_000
+MAX_YAML_DEPTH = 20
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """yaml.safe_load for experiment files, refusing what could exhaust memory or break the readers:
+    aliases (an alias bomb of a few hundred bytes expands to gigabytes when printed or written; a cyclic
+    alias never ends), nesting deeper than MAX_YAML_DEPTH, mapping keys that are not strings, and a key
+    given twice in one mapping (instead of: the last one wins)."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            raise yaml.composer.ComposerError(None, None, "aliases (*name) are not allowed in experiment files",
+                                              self.peek_event().start_mark)
+        self._depth = getattr(self, "_depth", 0) + 1
+        try:
+            if self._depth > MAX_YAML_DEPTH:
+                raise yaml.composer.ComposerError(None, None, f"nested deeper than {MAX_YAML_DEPTH} levels",
+                                                  self.peek_event().start_mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
     def construct_mapping(self, node, deep=False):
         seen = set()
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)
+            if not isinstance(key, str):
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"field names must be text, got {show(key)}", key_node.start_mark)
             if key in seen:
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"field {key!r} is given more than once (duplicate key)", key_node.start_mark)
+                    None, None, f"field {show(key)} is given more than once (duplicate key)", key_node.start_mark)
             seen.add(key)
         return super().construct_mapping(node, deep)
 
 
 def _read_yaml(path: Path) -> dict:
+    """A YAML file's top-level mapping; any failure is one ConfigError naming the file (and line)."""
     if not path.is_file():
         raise ConfigError(f"{path}: file not found")
     try:
-        data = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+        raw = path.read_bytes()
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read it ({err.strerror or type(err).__name__})") from None
+    if len(raw) > MAX_YAML_BYTES:
+        raise ConfigError(f"{path}: {len(raw):,} bytes, more than the limit of {MAX_YAML_BYTES:,} for an experiment file")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        raise ConfigError(f"{path}: not UTF-8 text (byte 0x{raw[err.start]:02x} at line {line})") from None
+    try:
+        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -491,7 +578,9 @@ def _read_yaml(path: Path) -> dict:
         context, start = getattr(err, "context", None), getattr(err, "context_mark", None)
         if context and start:  # where the unfinished construct began, often the line to fix
             problem += f" ({context} started at line {start.line + 1})"
-        raise ConfigError(f"{path}: not valid YAML{where}: {problem}") from None
+        raise ConfigError(f"{path}: not valid YAML{where}: {' '.join(problem.split())[:200]}") from None
+    except (ValueError, OverflowError, RecursionError) as err:  # e.g. an integer of 5000 digits
+        raise ConfigError(f"{path}: not valid YAML: {type(err).__name__}: {' '.join(str(err).split())[:200]}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping at top level")
     return data
@@ -500,14 +589,30 @@ def _read_yaml(path: Path) -> dict:
 def _check_keys(data: dict, allowed: set[str], required: set[str], path: Path, prefix: str = "") -> None:
     """Refuse unknown and missing fields of a mapping; ``prefix`` names where it sits ("settings.")."""
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: field {prefix.rstrip('.') or '(top level)'} must be a mapping, got {data!r}")
-    unknown = sorted(set(data) - allowed)
+        raise ConfigError(f"{path}: field {prefix.rstrip('.') or '(top level)'} must be a mapping, got {show(data)}")
+    unknown = sorted(map(str, set(data) - allowed))
     if unknown:
-        raise ConfigError(f"{path}: unknown field(s) {[prefix + k for k in unknown] if prefix else unknown}; "
+        raise ConfigError(f"{path}: unknown field(s) {show([prefix + k for k in unknown] if prefix else unknown)}; "
                           f"allowed: {sorted(allowed)}")
     missing = sorted(required - set(data))
     if missing:
         raise ConfigError(f"{path}: missing field(s) {[prefix + k for k in missing] if prefix else missing}")
+
+
+_CHOICE_KEY = re.compile(r"[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?")
+MAX_LABEL = 100
+
+
+def check_label(label, source: str) -> str:
+    """A label names a row of every table and a line of every figure, so it must render in both:
+    one line of printable text, no '$' (matplotlib reads it as mathematics), no '|' (it splits a markdown
+    table's cell), not starting with '_' (matplotlib leaves such a line out of the legend)."""
+    if not isinstance(label, str) or not label.strip():
+        raise ConfigError(f"{source}: field label must be a non-empty string, got {show(label)}")
+    if len(label) > MAX_LABEL or not label.isprintable() or "$" in label or "|" in label or label.startswith("_"):
+        raise ConfigError(f"{source}: field label {show(label)} cannot be shown in tables and figures: use one line "
+                          f"of at most {MAX_LABEL} printable characters without '$' or '|', not starting with '_'")
+    return label
 
 
 @dataclass(frozen=True)
@@ -525,9 +630,14 @@ def load_preset(name: str, experiments_dir: Path = EXPERIMENTS_DIR) -> Preset:
     build_config(data["config"], str(path))  # validate now, so the error names the preset file
     if not isinstance(data["choices"], dict):
         raise ConfigError(f"{path}: field choices must be a mapping of setting -> {{paper_states, source}}")
-    for key, choice in data["choices"].items():
+    for key, choice in data["choices"].items():  # each becomes a row of the report's deviations table
+        if not _CHOICE_KEY.fullmatch(key):
+            raise ConfigError(f"{path}: field choices: key {show(key)} is not a setting name (e.g. horizon, trpo.max_kl)")
         if not isinstance(choice, dict) or not {"paper_states", "source"} <= set(choice):
             raise ConfigError(f"{path}: choices.{key} needs 'paper_states' and 'source'")
+        if not isinstance(choice["paper_states"], bool) or not isinstance(choice["source"], str):
+            raise ConfigError(f"{path}: field choices.{key}: paper_states must be true or false and source a text, "
+                              f"got {show(choice['paper_states'])}, {show(choice['source'])}")
     return Preset(name=name, config=data["config"], choices=data["choices"], path=path)
 
 
@@ -545,21 +655,36 @@ class Variant:
 def load_variant(name: str, experiments_dir: Path = EXPERIMENTS_DIR, **extra: Any) -> Variant:
     """Load ``experiments/variants/<name>.yaml``; ``extra`` overrides (e.g. total_steps) apply last."""
     path = experiments_dir / "variants" / f"{name}.yaml"
+    check_name(name, "variant name", str(path))
     data = _read_yaml(path)
     _check_keys(data, {"label", "preset", "overrides", "paper_row"}, {"label", "preset"}, path)
+    check_label(data["label"], str(path))
     available = sorted(p.stem for p in (experiments_dir / "presets").glob("*.yaml"))
-    if data["preset"] not in available:
-        raise ConfigError(f"{path}: field preset: no preset {data['preset']!r} "
-                          f"({experiments_dir / 'presets' / str(data['preset'])}.yaml does not exist); available: {available}")
-    preset = load_preset(data["preset"], experiments_dir)
+    preset_name = check_name(data["preset"], "field preset", str(path))
+    if preset_name not in available:
+        raise ConfigError(f"{path}: field preset: no preset {preset_name!r} "
+                          f"({experiments_dir / 'presets' / preset_name}.yaml does not exist); available: {available}")
+    preset = load_preset(preset_name, experiments_dir)
     overrides = data.get("overrides") or {}
     if not isinstance(overrides, dict):
         raise ConfigError(f"{path}: field 'overrides' must be a mapping")
+    replaced = sorted(set(extra) & set(overrides))
+    if replaced:  # the study's scale sets these; an override would be silently replaced
+        raise ConfigError(f"{path}: field overrides.{replaced[0]} is set by the study's scale; remove it here")
     merged = deep_merge(deep_merge(preset.config, overrides), extra)
     config = build_config(merged, str(path))
+    if config.is_atari:
+        from .atari import load_protocol  # ppo.atari imports this module
+        try:
+            load_protocol(config.env_protocol, experiments_dir)
+        except ConfigError as err:
+            raise ConfigError(f"{path}: field env_protocol: {err}") from None
     paper_row = data.get("paper_row")
     if paper_row is not None and not isinstance(paper_row, dict):
-        raise ConfigError(f"{path}: field paper_row must be a mapping {{setting, param}}, got {paper_row!r}")
+        raise ConfigError(f"{path}: field paper_row must be a mapping {{setting, param}}, got {show(paper_row)}")
     if paper_row is not None:
         _check_keys(paper_row, {"setting", "param"}, {"setting", "param"}, path)
+        for key, value in paper_row.items():  # written to every manifest, read back by the reports
+            if not isinstance(value, str) or len(value) > MAX_LABEL or not value.isprintable():
+                raise ConfigError(f"{path}: field paper_row.{key} must be one line of text, got {show(value)}")
     return Variant(name, data["label"], preset, overrides, config, paper_row, path)

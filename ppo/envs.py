@@ -8,17 +8,21 @@ import mujoco
 import numpy as np
 import torch
 
-from .config import ConfigError
+from .config import ConfigError, show
 
 _VERSION = re.compile(r"-v(\d+)$")
 
 
 def check_task(task: str, source: str = "task") -> None:
-    """Refuse an id gymnasium does not know, or one without an explicit version."""
+    """Refuse an id gymnasium does not know, one without an explicit version, and one that is not a MuJoCo
+    task: the driver's policies and checkpoints are for MuJoCo's continuous actions and simulator state."""
     if not _VERSION.search(task):
-        raise ConfigError(f"{source}: task id {task!r} has no version suffix (e.g. 'Hopper-v5')")
+        raise ConfigError(f"{source}: task id {show(task)} has no version suffix (e.g. 'Hopper-v5')")
     if task not in gym.registry:
-        raise ConfigError(f"{source}: unknown task id {task!r} (not registered in gymnasium {gym.__version__})")
+        raise ConfigError(f"{source}: unknown task id {show(task)} (not registered in gymnasium {gym.__version__})")
+    if not str(gym.registry[task].entry_point).startswith("gymnasium.envs.mujoco"):
+        raise ConfigError(f"{source}: task {show(task)} is not a MuJoCo task; this project trains gymnasium's MuJoCo "
+                          "tasks (e.g. 'Hopper-v5') and Atari games ('ALE/<Game>-v5')")
 
 
 def task_version(task: str) -> str:

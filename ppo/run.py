@@ -73,8 +73,10 @@ def copy_run(source: Path, run: Run, run_dir: Path, meta: dict) -> None:
     manifest_path = source / "manifest.json"
     try:
         manifest = json.loads(manifest_path.read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise ConfigError(f"{manifest_path}: cannot read the run to copy ({err})") from None
+    except (OSError, ValueError, RecursionError) as err:  # ValueError: bad JSON or UTF-8
+        raise ConfigError(f"{manifest_path}: cannot read the run to copy ({type(err).__name__})") from None
+    if not isinstance(manifest, dict):
+        raise ConfigError(f"{manifest_path}: not a run's manifest (a JSON object), cannot copy the run")
     for field, expected in (("task", run.task), ("seed", run.seed), ("config_digest", run.config_digest)):
         if manifest.get(field) != expected:
             raise ConfigError(f"{manifest_path}: field {field} is {manifest.get(field)!r}, but run {run.run_id} "

@@ -11,13 +11,16 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import EXPERIMENTS_DIR, ConfigError, Variant, _check_keys, _read_yaml, load_variant
+from .config import (EXPERIMENTS_DIR, ConfigError, Variant, _check_keys, _read_yaml, check_name,
+                     load_variant, show)
 from .atari import check_atari_task, is_atari, load_protocol
 from .envs import check_task, task_name
 
 STUDY_KEYS = {"description", "tasks", "variants", "anchor", "reference_table", "report", "scales"}
 REPORTS = ("table1", "figure3", "atari")  # the analysis a study's results get (workflow/rules/analysis.smk)
 SCALE_KEYS = {"label", "total_steps", "seeds", "tasks", "reduced"}
+MAX_SEEDS = 1000  # runs per task and variant: more would exhaust memory while planning
+MAX_TOTAL_STEPS = 10**10  # environment steps per run: more would never finish
 
 
 @dataclass(frozen=True)
@@ -121,7 +124,7 @@ def is_current(results: Path | str, study: Study, run: Run) -> bool:
         return False
     try:
         return json.loads((folder / "manifest.json").read_text()).get("config_digest") == run.config_digest
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+    except (OSError, ValueError, RecursionError, AttributeError):  # any unreadable manifest: not finished
         return False
 
 
@@ -141,21 +144,23 @@ def plan_groups(studies: list[Study], group_size: int, results: Path | str,
     return planned
 
 
-def _positive_int(value, field: str, path: Path | str) -> int:
+def _positive_int(value, field: str, path: Path | str, limit: int) -> int:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise ConfigError(f"{path}: field {field} must be a positive integer, got {value!r}")
+        raise ConfigError(f"{path}: field {field} must be a positive integer, got {show(value)}")
+    if value > limit:
+        raise ConfigError(f"{path}: field {field} is {show(value)}, more than the limit of {limit:,}")
     return value
 
 
 def _names(value, field: str, path: Path) -> tuple[str, ...]:
     """A non-empty list of distinct non-empty strings (task ids, variant patterns)."""
     if not isinstance(value, list) or not value:
-        raise ConfigError(f"{path}: field {field} must be a non-empty list, got {value!r}")
+        raise ConfigError(f"{path}: field {field} must be a non-empty list, got {show(value)}")
     bad = [v for v in value if not isinstance(v, str) or not v]
     if bad:
-        raise ConfigError(f"{path}: field {field} must list names (strings), got {bad[0]!r}")
+        raise ConfigError(f"{path}: field {field} must list names (strings), got {show(bad[0])}")
     duplicated = sorted({v for v in value if value.count(v) > 1})
     if duplicated:
         raise ConfigError(f"{path}: field {field} lists {duplicated} more than once")
@@ -164,7 +169,7 @@ def _names(value, field: str, path: Path) -> tuple[str, ...]:
 
 def _mapping(value, field: str, path: Path) -> dict:
     if not isinstance(value, dict) or not value:
-        raise ConfigError(f"{path}: field {field} must be a non-empty mapping, got {value!r}")
+        raise ConfigError(f"{path}: field {field} must be a non-empty mapping, got {show(value)}")
     return value
 
 
@@ -172,6 +177,8 @@ def load_study(name: str, scale: str, seeds: int | None = None, experiments_dir:
     """Resolve ``experiments/studies/<name>.yaml`` at ``scale``; every error is one line naming the file
     and field. ``seeds`` (the pipeline config's ``seeds``) overrides the scale's number of seeds."""
     path = experiments_dir / "studies" / f"{name}.yaml"
+    check_name(name, "study name", f"pipeline config (studies), {path}")
+    check_name(scale, "scale", f"pipeline config (scale), {path}")
     data = _read_yaml(path)
     _check_keys(data, STUDY_KEYS, {"tasks", "variants", "scales", "anchor"}, path)
     scales = _mapping(data["scales"], "scales", path)
@@ -180,15 +187,16 @@ def load_study(name: str, scale: str, seeds: int | None = None, experiments_dir:
                           f"defined scales: {sorted(map(str, scales))}")
     sc = _mapping(scales[scale], f"scales.{scale}", path)
     _check_keys(sc, SCALE_KEYS, {"total_steps", "seeds", "label"}, Path(f"{path} (scales.{scale})"))
-    if not isinstance(sc["label"], str):
-        raise ConfigError(f"{path}: field scales.{scale}.label must be a string, got {sc['label']!r}")
+    if not isinstance(sc["label"], str) or len(sc["label"]) > 500 or not sc["label"].isprintable():
+        raise ConfigError(f"{path}: field scales.{scale}.label must be one line of text (at most 500 characters), "
+                          f"got {show(sc['label'])}")
     if not isinstance(sc.get("reduced", True), bool):
-        raise ConfigError(f"{path}: field scales.{scale}.reduced must be true or false, got {sc['reduced']!r}")
-    total_steps = _positive_int(sc["total_steps"], f"scales.{scale}.total_steps", path)
+        raise ConfigError(f"{path}: field scales.{scale}.reduced must be true or false, got {show(sc['reduced'])}")
+    total_steps = _positive_int(sc["total_steps"], f"scales.{scale}.total_steps", path, MAX_TOTAL_STEPS)
     if seeds is None:
-        n_seeds = _positive_int(sc["seeds"], f"scales.{scale}.seeds", path)
+        n_seeds = _positive_int(sc["seeds"], f"scales.{scale}.seeds", path, MAX_SEEDS)
     else:
-        n_seeds = _positive_int(seeds, "seeds", f"pipeline config (overriding {path} scales.{scale}.seeds)")
+        n_seeds = _positive_int(seeds, "seeds", f"pipeline config (overriding {path} scales.{scale}.seeds)", MAX_SEEDS)
     tasks = _names(data["tasks"], "tasks", path)
     task_field = f"scales.{scale}.tasks" if "tasks" in sc else "tasks"  # a scale's own list replaces it
     if "tasks" in sc:
@@ -198,22 +206,20 @@ def load_study(name: str, scale: str, seeds: int | None = None, experiments_dir:
     patterns = _names(data["variants"], "variants", path)
     anchor = data["anchor"]
     if not isinstance(anchor, str):
-        raise ConfigError(f"{path}: field anchor must be a variant name, got {anchor!r}")
+        raise ConfigError(f"{path}: field anchor must be a variant name, got {show(anchor)}")
     available = sorted(p.stem for p in (experiments_dir / "variants").glob("*.yaml"))
     names: list[str] = []
     for pattern in patterns:
         matched = fnmatch.filter(available, pattern)
         if not matched:
-            raise ConfigError(f"{path}: field variants: entry {pattern!r} matches no file in "
+            raise ConfigError(f"{path}: field variants: entry {show(pattern)} matches no file in "
                               f"{experiments_dir / 'variants'}")
         names += [m for m in matched if m not in names]  # overlapping patterns are fine
     if anchor not in names:
-        raise ConfigError(f"{path}: field anchor {anchor!r} is not one of the study's variants {names}")
+        raise ConfigError(f"{path}: field anchor {show(anchor)} is not one of the study's variants {names}")
     variants = tuple(load_variant(n, experiments_dir, total_steps=total_steps) for n in names)
     labels: dict[str, Variant] = {}
     for variant in variants:  # a label names a row of every table and a line of every figure
-        if not isinstance(variant.label, str) or not variant.label:
-            raise ConfigError(f"{variant.path}: field label must be a non-empty string, got {variant.label!r}")
         if variant.label in labels:
             raise ConfigError(f"{variant.path}: field label {variant.label!r} is already the label of "
                               f"{labels[variant.label].path.name}; each variant of study {name} needs its own")
@@ -226,6 +232,6 @@ def load_study(name: str, scale: str, seeds: int | None = None, experiments_dir:
                               f"{variant.name} ({variant.path}), {kind} configuration (network {variant.config.network})")
     report = data.get("report", "table1")
     if report not in REPORTS:
-        raise ConfigError(f"{path}: field report must be one of {list(REPORTS)}, got {report!r}")
+        raise ConfigError(f"{path}: field report must be one of {list(REPORTS)}, got {show(report)}")
     return Study(name, scale, sc["label"], sc.get("reduced", True), tasks, variants, n_seeds,
                  total_steps, anchor, path, report)

@@ -85,17 +85,24 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
 
     state = load_checkpoint(Path(checkpoint), log) if checkpoint is not None else None
     if state is not None:
-        if [tuple(f) for f in state.get("fingerprint", [])] != fingerprint:
+        if [tuple(f) for f in state["fingerprint"]] != fingerprint:
             log(f"checkpoint {checkpoint} belongs to other runs or settings; starting from scratch")
         else:
-            algo.load_state_dict(state["algorithm"])
-            for g, rng in zip(ctx.sample_gens, state["sample_rng"]):
-                g.set_state(rng)
-            ctx.envs.load_state(state["envs"])
-            ctx.log.load_state(state["log"])
-            update_rows, timing_rows = state["update_rows"], state["timing_rows"]
-            alive, diverged = np.array(state["alive"]), [tuple(x) for x in state["diverged"]]
-            iteration = state["iteration"]
+            try:
+                algo.load_state_dict(state["algorithm"])
+                for g, rng in zip(ctx.sample_gens, state["sample_rng"], strict=True):
+                    g.set_state(rng)
+                ctx.envs.load_state(state["envs"])
+                ctx.log.load_state(state["log"])
+                update_rows, timing_rows = state["update_rows"], state["timing_rows"]
+                alive, diverged = np.array(state["alive"]), [tuple(x) for x in state["diverged"]]
+                iteration = int(state["iteration"])
+                if len(update_rows) != G or len(timing_rows) != G or alive.shape != (G,) or len(diverged) != G:
+                    raise ValueError(f"it holds the records of {len(update_rows)} runs, the group has {G}")
+            except Exception as err:  # noqa: BLE001 - half-restored state: set the file aside, start afresh
+                ctx.envs.close()
+                set_aside(Path(checkpoint), err, log)
+                return train_group(specs, log, checkpoint, checkpoint_every)
             start = ctx.log.start
             log(f"resumed from {checkpoint} at iteration {iteration + 1}")
 
@@ -165,25 +172,40 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
 NAN_ALLOWED = {"clipfrac", "explained_variance"}
 
 
+CHECKPOINT_KEYS = {"fingerprint", "iteration", "algorithm", "sample_rng", "envs", "log", "update_rows", "timing_rows",
+                   "alive", "diverged"}
+
+
 def load_checkpoint(path: Path, log) -> dict | None:
-    """The saved group state, or None. A checkpoint that cannot be read is moved aside (never deleted)
-    and the group starts from scratch: nothing is lost, its records are not written yet."""
+    """The saved group state, or None. A checkpoint that cannot be read, or is not a group's state, is
+    moved aside (never deleted) and the group starts from scratch: nothing is lost, its records are not
+    written yet, and the retry does not fail on the same file."""
     if not path.exists():
         return None
     try:
-        return torch.load(path, weights_only=True)  # tensors and plain containers only: no code runs
+        state = torch.load(path, weights_only=True)  # tensors and plain containers only: no code runs
+        if not isinstance(state, dict) or set(state) != CHECKPOINT_KEYS:
+            raise ValueError("not a group's saved state (other fields)")
+        if not isinstance(state["fingerprint"], list) or not all(isinstance(f, (list, tuple)) for f in state["fingerprint"]):
+            raise ValueError("its field fingerprint is not a list of runs")
+        return state
     except Exception as err:  # noqa: BLE001 - any unreadable file means the same thing here
-        aside = path.with_name(path.name + ".corrupt")
-        n = 0
-        while aside.exists():  # never overwrite an earlier unreadable checkpoint
-            n += 1
-            aside = path.with_name(f"{path.name}.corrupt.{n}")
-        path.replace(aside)
-        text = re.sub(r"\x1b\[[0-9;]*m", "", str(err))  # torch colours some of its messages
-        first_line = next((line for line in text.splitlines() if line.strip()), "")[:200]
-        log(f"checkpoint {path} is unreadable ({type(err).__name__}: {first_line}); moved to {aside.name}, "
-            "starting from scratch")
+        set_aside(path, err, log)
         return None
+
+
+def set_aside(path: Path, err: BaseException, log) -> None:
+    """Move an unusable checkpoint to <name>.corrupt (or .corrupt.<n>: never over an earlier one)."""
+    aside = path.with_name(path.name + ".corrupt")
+    n = 0
+    while aside.exists():
+        n += 1
+        aside = path.with_name(f"{path.name}.corrupt.{n}")
+    path.replace(aside)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(err))  # torch colours some of its messages
+    first_line = next((line for line in text.splitlines() if line.strip()), "")[:200]
+    log(f"checkpoint {path} is unreadable ({type(err).__name__}: {first_line}); moved to {aside.name}, "
+        "starting from scratch")
 
 
 def env_protocol_record(task: str, config: PPOConfig) -> dict:

@@ -132,6 +132,19 @@ def cut_in_half(rel: str) -> Callable[[Path], None]:
     return build
 
 
+def saved(obj) -> bytes:
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    return buffer.getvalue()
+
+
+def alias_bomb(levels: int = 9, width: int = 9) -> str:
+    """A few hundred bytes of YAML whose last alias expands to width**levels items."""
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * width)}]" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
 def half_a_checkpoint() -> bytes:
     buffer = io.BytesIO()
     torch.save({"fingerprint": [("Hopper-v5/clip_0.2/seed0", "Hopper-v5", 0, "{}")], "params": torch.zeros(4096)},
@@ -299,6 +312,120 @@ CASES = [
     Case("second corrupt checkpoint keeps the first", "checkpoint",
          chain(write(CHECKPOINT + ".corrupt", b"the first corrupt checkpoint"), write(CHECKPOINT, half_a_checkpoint())),
          (rf"checkpoint \S+{re.escape(CHECKPOINT)} is unreadable",)),
+    # ---- hostile and careless input (issue 17) ----
+    # Names that become paths and shell words: refused while planning, so no shell ever sees them.
+    Case("variant file name that runs a command", "study",
+         write("experiments/variants/clip_$(touch PWNED).yaml", 'label: "pwned"\npreset: ppo_mujoco_paper\n'),
+         (r"variants/clip_\$\(touch PWNED\)\.yaml", "variant name", "not a valid name")),
+    Case("variant file name that runs a command, pipeline run", "snakemake",
+         write("experiments/variants/clip_$(touch PWNED).yaml", 'label: "pwned"\npreset: ppo_mujoco_paper\n'),
+         (r"variants/clip_\$\(touch PWNED\)\.yaml", "variant name", "not a valid name"),
+         args={"argv": ["--cores", "1", "--config", "studies=[table1]", "scale=smoke"]}),
+    Case("variant file name with a space", "study",
+         write("experiments/variants/clip_0.2 copy.yaml", 'label: "copy"\npreset: ppo_mujoco_paper\n'),
+         (r"variants/clip_0\.2 copy\.yaml", "variant name 'clip_0.2 copy' is not a valid name")),
+    Case("study name that leaves experiments/", "study", lambda root: None,
+         ("pipeline config \\(studies\\)", r"study name '\.\./\.\./elsewhere/x' is not a valid name"),
+         args={"study": "../../elsewhere/x"}),
+    Case("study name that leaves experiments/, pipeline", "snakemake", lambda root: None,
+         ("field studies.0", r"'\.\./\.\./elsewhere/x'"), args={"argv": ["-n", "--config", "studies=[../../elsewhere/x]"]}),
+    Case("scale name that leaves results/", "study", lambda root: None,
+         ("pipeline config \\(scale\\)", r"scale '\.\./x' is not a valid name"), args={"scale": "../x"}),
+    Case("Atari protocol name that is a path", "variant",
+         variant("label: x\npreset: ppo_atari_paper\noverrides: {env_protocol: ../../../etc/passwd}\n"),
+         (r"variants/broken\.yaml", "field env_protocol", "not a valid name")),
+    # What a job writes at its end is checked while planning: nothing trains to fail on it.
+    Case("paper_row holding an alias cycle", "variant",
+         variant(VARIANT + "paper_row: &row {setting: *row, param: ''}\n"),
+         (r"variants/broken\.yaml", "not valid YAML at line 3", "aliases")),
+    Case("paper_row holding a list", "variant", variant(VARIANT + "paper_row: {setting: [clipping], param: ''}\n"),
+         (r"variants/broken\.yaml", r"field paper_row\.setting must be one line of text", r"\['clipping'\]")),
+    Case("paper_row holding a date", "variant", variant(VARIANT + "paper_row: {setting: 2017-07-20, param: ''}\n"),
+         (r"variants/broken\.yaml", r"field paper_row\.setting", "datetime")),
+    Case("a task the driver cannot checkpoint", "study",
+         study("tasks: [InvertedPendulum-v5, Hopper-v5]", "tasks: [Pendulum-v1, Hopper-v5]"),
+         (r"studies/table1\.yaml", r"field scales\.smoke\.tasks", "'Pendulum-v1' is not a MuJoCo task")),
+    Case("a task the driver cannot train, seen by a training job", "job",
+         study("tasks: [InvertedPendulum-v5, Hopper-v5]", "tasks: [CartPole-v1, Hopper-v5]"),
+         (r"^error: .*studies/table1\.yaml", "'CartPole-v1' is not a MuJoCo task")),
+    Case("checkpoint that is a list", "checkpoint", write(CHECKPOINT, saved([1, 2, 3])),
+         (rf"checkpoint \S+{re.escape(CHECKPOINT)} is unreadable", "not a group's saved state", r"moved to \S+\.pt\.corrupt")),
+    Case("checkpoint with a wrong fingerprint field", "checkpoint",
+         write(CHECKPOINT, saved({k: 0 for k in ("fingerprint", "iteration", "algorithm", "sample_rng", "envs", "log",
+                                                 "update_rows", "timing_rows", "alive", "diverged")})),
+         (rf"checkpoint \S+{re.escape(CHECKPOINT)} is unreadable", "fingerprint", r"moved to \S+\.pt\.corrupt")),
+    # Memory: nothing is expanded, sizes are bounded with the limit named.
+    Case("alias bomb in a typed field", "variant", variant(alias_bomb() + VARIANT + "overrides: {hidden_sizes: *a8}\n"),
+         (r"variants/broken\.yaml", "not valid YAML at line 2", "aliases")),
+    Case("alias bomb in a label", "variant", variant(alias_bomb() + "label: *a8\npreset: ppo_mujoco_paper\n"),
+         (r"variants/broken\.yaml", "aliases")),
+    Case("a billion seeds", "study", lambda root: None,
+         (r"pipeline config", "field seeds is 1000000000, more than the limit of 1,000"), args={"seeds": 10**9}),
+    Case("a billion seeds on the command line", "snakemake", lambda root: None,
+         ("field seeds", "1000000000 is greater than the maximum of 1000"),
+         args={"argv": ["-n", "--config", "seeds=1000000000"]}),
+    Case("a 2 MB variant file", "variant", variant(VARIANT + "# " + "x" * 2_000_000 + "\n"),
+         (r"variants/broken\.yaml", "more than the limit of 1,000,000")),
+    Case("an integer of 5000 digits", "variant", variant(VARIANT + "overrides: {horizon: " + "9" * 5000 + "}\n"),
+         (r"variants/broken\.yaml", "not valid YAML", "ValueError")),
+    Case("horizon of 1e12", "variant", variant(VARIANT + "overrides: {horizon: 1.0e+12}\n"),
+         (r"variants/broken\.yaml", "field horizon must lie in", "100,?000|1e\\+05")),
+    Case("hidden layer of 1e12 units", "variant", variant(VARIANT + "overrides: {hidden_sizes: [64, 1000000000000]}\n"),
+         (r"variants/broken\.yaml", "field hidden_sizes", "4096")),
+    Case("cg_iters of 1e12", "variant", variant("label: x\npreset: trpo_mujoco\noverrides: {trpo: {cg_iters: 1000000000000}}\n"),
+         (r"variants/broken\.yaml", r"field trpo\.cg_iters must lie in \[1, 1000\]")),
+    Case("a batch that does not fit in memory", "variant", variant(VARIANT + "overrides: {num_envs: 1024, horizon: 65536}\n"),
+         (r"variants/broken\.yaml", "field horizon", "exceeds the limit of 1,048,576")),
+    # Values that could only fail later.
+    Case("NaN entropy coefficient", "variant", variant(VARIANT + "overrides: {objective: {ent_coef: .nan}}\n"),
+         (r"variants/broken\.yaml", r"field objective\.ent_coef must be a finite number", "nan")),
+    Case("negative entropy coefficient", "variant", variant(VARIANT + "overrides: {objective: {ent_coef: -0.01}}\n"),
+         (r"variants/broken\.yaml", r"field objective\.ent_coef must lie in \[0, 1000\]", "-0.01")),
+    Case("negative vf_coef", "variant", variant(VARIANT + "overrides: {vf_coef: -1}\n"),
+         (r"variants/broken\.yaml", r"field vf_coef must lie in \[0, 1000\]", "-1")),
+    Case("infinite log_std_init", "variant", variant(VARIANT + "overrides: {log_std_init: -.inf}\n"),
+         (r"variants/broken\.yaml", "field log_std_init must be a finite number", "-inf")),
+    Case("infinite Adam epsilon", "variant", variant(VARIANT + "overrides: {adam_eps: .inf}\n"),
+         (r"variants/broken\.yaml", "field adam_eps must be a finite number", "inf")),
+    Case("NaN learning rate of a baseline", "variant",
+         variant("label: x\npreset: a2c_mujoco\noverrides: {a2c: {learning_rate: .nan}}\n"),
+         (r"variants/broken\.yaml", r"field a2c\.learning_rate must be a finite number", "nan")),
+    Case("NaN cg_damping", "variant", variant("label: x\npreset: trpo_mujoco\noverrides: {trpo: {cg_damping: .nan}}\n"),
+         (r"variants/broken\.yaml", r"field trpo\.cg_damping must be a finite number")),
+    Case("infinite max_kl", "variant", variant("label: x\npreset: trpo_mujoco\noverrides: {trpo: {max_kl: .inf}}\n"),
+         (r"variants/broken\.yaml", r"field trpo\.max_kl must be a finite number")),
+    Case("total_steps in a variant that the scale replaces", "study",
+         write("experiments/variants/clip_0.25.yaml", 'label: "Clipping, ε = 0.25"\npreset: ppo_mujoco_paper\n'
+               "overrides: {total_steps: 5000, objective: {clip_epsilon: 0.25}}\n"),
+         (r"variants/clip_0\.25\.yaml", r"field overrides\.total_steps is set by the study's scale")),
+    Case("unknown Atari protocol names the variant", "variant",
+         variant("label: x\npreset: ppo_atari_paper\noverrides: {env_protocol: nosuch}\n"),
+         (r"variants/broken\.yaml", "field env_protocol", "no Atari protocol 'nosuch'")),
+    Case("preset choice whose key is not a name", "preset",
+         preset('adam_eps: {paper_states: false, source:', '"adam eps!": {paper_states: false, source:'),
+         (r"presets/ppo_mujoco_paper\.yaml", "field choices", "'adam eps!' is not a setting name")),
+    Case("label the plots cannot render", "variant", variant("label: 'Clip $\\epsilon'\npreset: ppo_mujoco_paper\n"),
+         (r"variants/broken\.yaml", "field label", "cannot be shown", r"'\$'")),
+    Case("label on two lines", "variant", variant('label: "Clip\\nping"\npreset: ppo_mujoco_paper\n'),
+         (r"variants/broken\.yaml", "field label", "cannot be shown")),
+    # Tracebacks before: now one line naming the file.
+    Case("variant that is not UTF-8", "variant", variant(b"label: \xff\xfeClip\npreset: ppo_mujoco_paper\n"),
+         (r"variants/broken\.yaml", "not UTF-8 text", "0xff at line 1")),
+    Case("mixed-type mapping keys", "variant", variant(VARIANT + "overrides: {1: 2, horizon: 1024}\n"),
+         (r"variants/broken\.yaml", "field names must be text", "got 1")),
+    Case("complex mapping key", "variant", variant(VARIANT + "overrides:\n  ? [horizon, epochs]\n  : 1024\n"),
+         (r"variants/broken\.yaml", "field names must be text", r"got \[")),
+    Case("very deep nesting", "variant", variant(VARIANT + "overrides: {horizon: " + "[" * 5000 + "]" * 5000 + "}\n"),
+         (r"variants/broken\.yaml", "nested deeper than 20 levels")),
+    Case("manifest.json nested too deep", "report",
+         chain(finished_results, write(f"{RUNS}/Hopper-v5/no_clip/seed0/manifest.json", "[" * 100000 + "]" * 100000)),
+         (r"^table1_report: error: corrupt manifest \S+/Hopper-v5/no_clip/seed0/manifest\.json",)),
+    Case("manifest.json that is a JSON list", "report",
+         chain(finished_results, write(f"{RUNS}/Hopper-v5/no_clip/seed0/manifest.json", "[1, 2]")),
+         (r"^table1_report: error: manifest \S+/Hopper-v5/no_clip/seed0/manifest\.json is not a JSON object",)),
+    Case("results is a file, pipeline", "snakemake", write("results", "not a folder\n"),
+         ("cannot write results: results is a file", "no job was started"),
+         args={"argv": ["-n", "--config", "studies=[table1]", "scale=smoke"]}),
 ]
 
 
@@ -335,8 +462,8 @@ def in_preset(root, case, **_):
 
 
 def in_study(root, case, **_):
-    return _loader_error(lambda: load_study("table1", case.args.get("scale", "smoke"), case.args.get("seeds"),
-                                            root / "experiments"))
+    return _loader_error(lambda: load_study(case.args.get("study", "table1"), case.args.get("scale", "smoke"),
+                                            case.args.get("seeds"), root / "experiments"))
 
 
 def _unprivileged(cmd: list[str]) -> list[str]:
@@ -455,6 +582,7 @@ def test_bad_input_gives_one_line_naming_file_and_field(case, project, monkeypat
     for pattern in case.expect:
         assert re.search(pattern, message), f"{pattern!r} not found in: {message}"
     assert_nothing_lost(before, files_under(project / "results"))
+    assert not list(project.rglob("PWNED")), "a command from the input was executed"
 
 
 def test_the_corpus_is_complete():

@@ -110,3 +110,23 @@ def test_sigkill_of_the_real_job_then_restart(tmp_path):
         for name in ("episodes.parquet", "updates.parquet"):  # byte for byte: no wall-clock column in them
             a = (reference / variant / "seed0" / name).read_bytes()
             assert a == (killed / variant / "seed0" / name).read_bytes(), f"{variant}/{name} differs after the kill"
+
+
+def test_checkpoint_of_this_group_that_cannot_be_restored_is_kept_aside(tmp_path, monkeypatch, uninterrupted):
+    """Readable, the group's own fingerprint, but state of another structure: restoring it fails half-way, so
+    the file is set aside and the group starts over from a fresh state (not from the half-restored one), and
+    a retry does not fail on the same file."""
+    ckpt = tmp_path / "group.ckpt"
+    with monkeypatch.context() as m:
+        kill_at(m, torch, "save", 2)
+        with pytest.raises(Killed):
+            train_group(specs(), log=lambda _: None, checkpoint=ckpt, checkpoint_every=2)
+    state = torch.load(ckpt, weights_only=True)
+    torch.save({**state, "algorithm": {"params": torch.zeros(3)}}, ckpt)
+    messages = []
+    results = train_group(specs(), log=messages.append, checkpoint=ckpt, checkpoint_every=2)
+    assert any("unreadable" in m and "group.ckpt.corrupt" in m for m in messages), messages
+    assert (tmp_path / "group.ckpt.corrupt").exists() and not ckpt.exists()
+    for (e1, u1, _), (e2, u2, _) in zip(uninterrupted, comparable(results)):
+        pd.testing.assert_frame_equal(e1, e2, check_exact=True)
+        pd.testing.assert_frame_equal(u1, u2, check_exact=True)

@@ -44,8 +44,8 @@ for _study in STUDIES:
         log:
             f"{log_dir(_study)}/deviations.log",
         shell:
-            "python workflow/scripts/deviations.py --study {params.study} --scale {params.scale} "
-            "--seeds {params.seeds} --out {output[0]} > {log} 2>&1"
+            "python workflow/scripts/deviations.py --study {params.study:q} --scale {params.scale:q} "
+            "--seeds {params.seeds:q} --out {output[0]:q} > {log:q} 2>&1"
 
     # Our random policy is the zero point of the MuJoCo studies only: Atari uses the published random scores.
     if _study.report != "atari":
@@ -59,7 +59,7 @@ for _study in STUDIES:
             output:
                 report(f"{_out}/random_scores.csv", caption="../report/random_scores.rst", category=_cat),
             shell:
-                "python workflow/scripts/random_scores.py {output} {input}"
+                "python workflow/scripts/random_scores.py {output:q} {input:q}"
 
     if _study.report == "table1":
         _anchor = anchor_stem(_study)
@@ -82,7 +82,7 @@ for _study in STUDIES:
                 curves=report(f"{_out}/curves_steps.png", caption="../report/curves.rst", category=_cat),
                 curves_wall=report(f"{_out}/curves_walltime.png", caption="../report/curves_walltime.rst", category=_cat),
                 rank=f"{_out}/rank_agreement.json",
-                sb3=f"{_out}/sb3_comparison.csv",
+                sb3=report(f"{_out}/sb3_comparison.csv", caption="../report/sb3_comparison.rst", category=_cat),
                 sb3_md=f"{_out}/sb3_comparison.md",
                 aggregates=report(f"{_out}/aggregates.csv", caption="../report/aggregates.rst", category=_cat),
                 aggregates_md=f"{_out}/aggregates.md",
@@ -95,10 +95,10 @@ for _study in STUDIES:
             log:
                 f"{log_dir(_study)}/table1_report.log",
             shell:
-                "python workflow/scripts/table1_report.py --runs {params.runs_dir} --manifests {input.manifests} "
-                "--random {input.random} --reference-dir reference --out-dir {params.report_dir} --budget-note {params.budget:q} "
-                "--variant {params.anchor} --n-resamples {params.n_resamples} --seed {params.seed} "
-                "--sb3-dir published/sb3_reference > {log} 2>&1"
+                "python workflow/scripts/table1_report.py --runs {params.runs_dir:q} --manifests {input.manifests:q} "
+                "--random {input.random:q} --reference-dir reference --out-dir {params.report_dir:q} --budget-note {params.budget:q} "
+                "--variant {params.anchor:q} --n-resamples {params.n_resamples:q} --seed {params.seed:q} "
+                "--sb3-dir published/sb3_reference > {log:q} 2>&1"
 
     elif _study.report == "figure3":
         REPORT_FILES += [f"{_out}/{name}" for name in FIGURE3_FILES]
@@ -116,7 +116,7 @@ for _study in STUDIES:
                 scores_md=f"{_out}/figure3_final_scores.md",
                 aggregate=report(f"{_out}/figure3_aggregate.csv", caption="../report/figure3_aggregate.rst", category=_cat),
                 aggregate_md=f"{_out}/figure3_aggregate.md",
-                claim=f"{_out}/figure3_claim.csv",
+                claim=report(f"{_out}/figure3_claim.csv", caption="../report/figure3_claim.rst", category=_cat),
                 claim_md=f"{_out}/figure3_claim.md",
                 throughput=report(f"{_out}/figure3_throughput.csv", caption="../report/figure3_throughput.rst", category=_cat),
                 throughput_md=f"{_out}/figure3_throughput.md",
@@ -125,9 +125,9 @@ for _study in STUDIES:
             log:
                 f"{log_dir(_study)}/figure3_report.log",
             shell:
-                "python workflow/scripts/figure3_report.py --runs {params.runs_dir} --manifests {input.manifests} "
-                "--random {input.random} --reference-dir reference --out-dir {params.report_dir} --budget-note {params.budget:q} "
-                "--variant {params.anchor} --n-resamples {params.n_resamples} --seed {params.seed} > {log} 2>&1"
+                "python workflow/scripts/figure3_report.py --runs {params.runs_dir:q} --manifests {input.manifests:q} "
+                "--random {input.random:q} --reference-dir reference --out-dir {params.report_dir:q} --budget-note {params.budget:q} "
+                "--variant {params.anchor:q} --n-resamples {params.n_resamples:q} --seed {params.seed:q} > {log:q} 2>&1"
 
     elif _study.report == "atari":
         REPORT_FILES += [f"{_out}/{name}" for name in ATARI_FILES]
@@ -153,6 +153,6 @@ for _study in STUDIES:
             log:
                 f"{log_dir(_study)}/atari_report.log",
             shell:
-                "python workflow/scripts/atari_report.py --runs {params.runs_dir} --manifests {input.manifests} "
-                "--reference-dir reference --out-dir {params.report_dir} --budget-note {params.budget:q} "
-                "--n-resamples {params.n_resamples} --seed {params.seed} > {log} 2>&1"
+                "python workflow/scripts/atari_report.py --runs {params.runs_dir:q} --manifests {input.manifests:q} "
+                "--reference-dir reference --out-dir {params.report_dir:q} --budget-note {params.budget:q} "
+                "--n-resamples {params.n_resamples:q} --seed {params.seed:q} > {log:q} 2>&1"

@@ -33,6 +33,11 @@ if config["scale"] == "paper" and len(STUDIES) > 1 and any(is_atari(t) for s in 
 
 from ppo.study import RUN_FILES
 
+for _folder in ("results", "logs"):  # Snakemake would fail on it with a traceback while planning
+    if Path(_folder).exists() and not Path(_folder).is_dir():
+        raise WorkflowError(f"cannot write results: {_folder} is a file, not a folder; no job was started, "
+                            "nothing was changed")
+
 
 def results_dir(study):
     return f"results/{study.name}/{study.scale}"

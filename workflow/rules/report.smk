@@ -30,8 +30,8 @@ for _study in STUDIES:
         log:
             f"{log_dir(_study)}/provenance.log",
         shell:
-            "python workflow/scripts/provenance.py --study {params.study} --scale {params.scale} "
-            "--seeds {params.seeds} --out {output} --manifests {input.manifests} > {log} 2>&1"
+            "python workflow/scripts/provenance.py --study {params.study:q} --scale {params.scale:q} "
+            "--seeds {params.seeds:q} --out {output:q} --manifests {input.manifests:q} > {log:q} 2>&1"
 
 
 def _report_flag(path):
@@ -64,7 +64,7 @@ for _source in TABLE_SOURCES:
         output:
             report(_view, caption=_caption(_flag), category=_flag and _flag.category),
         shell:
-            "python workflow/scripts/table_html.py {input} {output}"
+            "python workflow/scripts/table_html.py {input:q} {output:q}"
 
 
 REPORT_FILES += [f"{report_dir(s)}/provenance.csv" for s in STUDIES] + TABLE_VIEWS

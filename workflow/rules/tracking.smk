@@ -18,7 +18,7 @@ for _study in STUDIES if config.get("tracking", "none") == "wandb" else []:
         log:
             f"{log_dir(_study)}/wandb_export.log",
         shell:
-            "python -m ppo.tracking --mode {params.mode} --project {params.project} --dir {params.wandb_dir} "
-            "--done {output} {params.run_dirs} > {log} 2>&1"
+            "python -m ppo.tracking --mode {params.mode:q} --project {params.project:q} --dir {params.wandb_dir:q} "
+            "--done {output:q} {params.run_dirs:q} > {log:q} 2>&1"
 
     REPORT_FILES.append(f"{results_dir(_study)}/wandb/exported.txt")

@@ -27,8 +27,8 @@ for _study, _group in GROUPS:
             mem_mb=memory_mb(_study, _group),
             runtime=runtime_minutes(_study, _group),  # minutes; a job over its time limit is killed
         shell:
-            "python -m ppo.run --study {params.study} --scale {params.scale} --threads {threads} "
-            "--checkpoint-every {params.checkpoint_every} {output} > {log} 2>&1"
+            "python -m ppo.run --study {params.study:q} --scale {params.scale:q} --threads {threads:q} "
+            "--checkpoint-every {params.checkpoint_every:q} {output:q} > {log:q} 2>&1"
 
 
 # A run another study already trains (see SHARED in common.smk), or one published with the project, is
@@ -52,8 +52,8 @@ for _study, _run, _source, _source_files in COPIES:
             f"{log_dir(_study)}/copy_{_copy_id}.log",
         localrule: True
         shell:
-            "python -m ppo.run --study {params.study} --scale {params.scale} --copy-from {params.source} "
-            "{output} > {log} 2>&1"
+            "python -m ppo.run --study {params.study:q} --scale {params.scale:q} --copy-from {params.source:q} "
+            "{output:q} > {log:q} 2>&1"
 
 
 rule random_policy:
@@ -64,5 +64,5 @@ rule random_policy:
     log:
         "logs/random/{task}.log",
     shell:
-        "python -m ppo.random_policy --task {wildcards.task} --episodes {params.episodes} --seed 0 "
-        "--out {output} > {log} 2>&1"
+        "python -m ppo.random_policy --task {wildcards.task:q} --episodes {params.episodes:q} --seed 0 "
+        "--out {output:q} > {log:q} 2>&1"

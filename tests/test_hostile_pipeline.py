@@ -1,0 +1,75 @@
+"""The pipeline's own defences against careless and hostile input (issue 17), beyond the corpus of
+tests/test_bad_inputs.py: shell commands quote what they interpolate, nested --config values are typed,
+and a killed run's stale lock is cleared only when no live Snakemake holds it."""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+from clear_stale_lock import clear_stale_lock  # noqa: E402
+
+
+def shell_commands() -> list[tuple[str, str]]:
+    """(rule file, shell command text) for every shell: directive of the workflow."""
+    found = []
+    for path in sorted((ROOT / "workflow" / "rules").glob("*.smk")):
+        for block in re.findall(r"shell:\n((?:\s+\".*\"\n?)+)", path.read_text()):
+            found.append((path.name, "".join(re.findall(r"\"(.*)\"", block))))
+    return found
+
+
+def test_every_shell_command_quotes_what_it_interpolates():
+    commands = shell_commands()
+    assert len(commands) >= 9
+    for name, command in commands:
+        bare = [p for p in re.findall(r"\{([^{}]*)\}", command) if not p.endswith(":q")]
+        assert not bare, f"{name}: {command!r} interpolates {bare} unquoted"
+
+
+@pytest.fixture
+def project(tmp_path):
+    for name in ("workflow", "config", "experiments", "reference", "profiles", "ppo", "analysis"):
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    return tmp_path
+
+
+def test_nested_config_values_from_the_command_line_are_accepted(project):
+    done = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", "--cores", "1", "--config",
+                           "bootstrap={n_resamples: 1000, seed: 0}", "studies=[table1]", "scale=smoke"],
+                          cwd=project, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    assert "--n-resamples 1000 --seed 0" in done.stdout
+
+
+def test_stale_lock_is_cleared_only_without_a_live_snakemake(tmp_path):
+    locks = tmp_path / ".snakemake" / "locks"
+    locks.mkdir(parents=True)
+    (locks / "0.input.lock").write_text("results/x\n")
+    # A live Snakemake in this directory (a stand-in whose command line names snakemake) keeps the lock.
+    stand_in = tmp_path / "snakemake"
+    stand_in.write_text("import time\ntime.sleep(60)\n")
+    live = subprocess.Popen([sys.executable, str(stand_in)], cwd=tmp_path)
+    try:
+        time.sleep(0.2)
+        message = clear_stale_lock(tmp_path)
+        assert f"pid {live.pid}" in message and (locks / "0.input.lock").exists()
+    finally:
+        live.kill()
+        live.wait()
+    # Once it is gone (killed with -9: its lock stays behind), the lock is stale and removed.
+    message = clear_stale_lock(tmp_path)
+    assert "removed the stale lock" in message and not list(locks.iterdir())
+    assert clear_stale_lock(tmp_path) is None  # nothing to do
+
+
+def test_repro_clears_the_stale_lock_before_snakemake():
+    text = (ROOT / "repro").read_text()
+    assert text.index("scripts/clear_stale_lock.py") < text.index(".venv/bin/snakemake --cores")
