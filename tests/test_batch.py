@@ -1,0 +1,33 @@
+"""ppo.batch plans the pipeline's own training groups and trains them without Snakemake."""
+from pathlib import Path
+
+from ppo.batch import plan, run
+from ppo.study import is_current, load_study, plan_groups
+
+
+def test_plan_is_the_pipelines_plan(tmp_path):
+    studies = [load_study("table1", "smoke"), load_study("figure3", "smoke")]
+    lines = plan(["table1", "figure3"], "smoke", 3, [], tmp_path / "results")
+    expected = plan_groups(studies, 3, tmp_path / "results", Path("published"))
+    assert len(lines) == len(expected)
+    planned = {tuple(line.split("\t")) for line in lines}
+    for study, group in expected:
+        outputs = tuple(str(tmp_path / "results" / study.name / "smoke" / "runs" / r.task / r.variant.name /
+                            f"seed{r.seed}" / name)
+                        for r in group.runs for name in ("episodes.parquet", "updates.parquet", "timing.parquet",
+                                                         "manifest.json"))
+        assert (study.name, *outputs) in planned
+    assert all(line.startswith("figure3\t") for line in plan(["table1", "figure3"], "smoke", 3, ["figure3"],
+                                                               tmp_path / "results"))
+
+
+def test_run_trains_a_group_to_its_records(tmp_path, capsys):
+    lines = [line for line in plan(["table1"], "smoke", 3, [], tmp_path / "results")
+             if "/InvertedPendulum-v5/clip_0.1/" in line]
+    jobs = tmp_path / "jobs.tsv"
+    jobs.write_text(lines[0] + "\n")
+    assert run(jobs, workers=1, until=None, scale="smoke", log_dir=tmp_path / "logs") == 0
+    assert "finished" in capsys.readouterr().out
+    study = load_study("table1", "smoke")
+    trained = [r for r in study.runs() if r.task == "InvertedPendulum-v5" and r.variant.name == "clip_0.1"]
+    assert trained and all(is_current(tmp_path / "results", study, r) for r in trained)
