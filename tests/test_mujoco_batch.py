@@ -1,11 +1,19 @@
 """BatchedMujocoEnvs against gymnasium, side by side, bit for bit: the seven MuJoCo v5 tasks under random
 and out-of-range actions, resets after terminations and time limits, the ``active`` mask, and checkpoints
 taken by either class and loaded by the other."""
+import dataclasses
+
 import numpy as np
+import pandas as pd
 import pytest
 
+import ppo.envs
+import ppo.rollout
+from killing import Killed, kill_at
+from ppo.config import PPOConfig
 from ppo.envs import LockstepEnvs
 from ppo.mujoco_batch import TASKS, BatchedMujocoEnvs, make_lockstep, pow2
+from ppo.train import RunSpec, train_group
 
 SEEDS = [0, 1, 2, 3, 123456789, 4294967295]
 
@@ -104,10 +112,48 @@ def test_gymnasium_scalar_square_is_c_pow():
 
 
 def test_fallback_to_gymnasium_for_other_tasks():
-    assert isinstance(make_lockstep("Hopper-v5", [0]), BatchedMujocoEnvs)
+    assert type(make_lockstep("Hopper-v5", [0])) is BatchedMujocoEnvs
     for task in ("Hopper-v4", "Ant-v5", "Pusher-v5"):
         assert type(make_lockstep(task, [0])) is LockstepEnvs
     with pytest.raises(ValueError, match="active"):
         BatchedMujocoEnvs("Hopper-v5", [0, 1]).step(np.zeros((2, 3)), np.ones(3, bool))
     with pytest.raises(ValueError, match="dimension"):
         BatchedMujocoEnvs("Hopper-v5", [0, 1]).step(np.zeros((2, 4)))
+
+
+TINY = PPOConfig(total_steps=768, horizon=128, epochs=2, minibatch_size=32)
+
+
+def records(results):
+    return [(r.episodes, r.updates) for r in results]  # wall-clock measures are in r.timing
+
+
+def assert_same_records(a, b):
+    for (e1, u1), (e2, u2) in zip(a, b):
+        pd.testing.assert_frame_equal(e1, e2, check_exact=True)
+        pd.testing.assert_frame_equal(u1, u2, check_exact=True)
+
+
+@pytest.mark.parametrize("task, time_limit", [("Hopper-v5", "terminal"), ("Reacher-v5", "bootstrap")])
+def test_training_records_are_those_of_gymnasium(monkeypatch, task, time_limit):
+    specs = [RunSpec(s, task, dataclasses.replace(TINY, time_limit=time_limit), i) for i, s in enumerate("ab")]
+    batched = records(train_group(specs, log=lambda _: None))
+    monkeypatch.setattr(ppo.rollout, "make_lockstep", LockstepEnvs)
+    assert_same_records(records(train_group(specs, log=lambda _: None)), batched)
+    assert len(batched[0][0]) > 3  # episodes ended (Hopper falls, Reacher's time limit)
+
+
+def test_checkpoint_of_gymnasium_environments_resumes_batched(tmp_path, monkeypatch):
+    """A group checkpointed by LockstepEnvs (as the running grid's are) goes on with BatchedMujocoEnvs."""
+    specs = [RunSpec("a", "Hopper-v5", TINY, 0), RunSpec("b", "Hopper-v5", TINY, 1)]
+    uninterrupted = records(train_group(specs, log=lambda _: None))
+    ckpt = tmp_path / "group.ckpt"
+    with monkeypatch.context() as m:
+        m.setattr(ppo.rollout, "make_lockstep", LockstepEnvs)
+        kill_at(m, ppo.envs.LockstepEnvs, "step", 128 * 4 + 17)  # inside the 5th rollout
+        with pytest.raises(Killed):
+            train_group(specs, log=lambda _: None, checkpoint=ckpt, checkpoint_every=1)
+    messages = []
+    resumed = train_group(specs, log=messages.append, checkpoint=ckpt, checkpoint_every=1)
+    assert any("resumed from" in m for m in messages)
+    assert_same_records(records(resumed), uninterrupted)
