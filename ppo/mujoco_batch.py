@@ -236,14 +236,14 @@ class BatchedMujocoEnvs(LockstepEnvs):
         self.rngs = [seeding.np_random(int(s))[0] for s in seeds]
         self.elapsed = np.zeros(n, dtype=np.int64)
         self.obs = np.zeros((n, self.obs_dim))
-        self.reset(np.arange(n))
+        self.reset(list(range(n)))
         self.episode_return = np.zeros(n)
         self.episode_length = np.zeros(n, dtype=np.int64)
 
-    def gather(self, idx: np.ndarray) -> dict:
+    def gather(self, idx: list[int]) -> dict:
         return {name: np.stack([self.views[name][i] for i in idx]) for name in self.task.fields}
 
-    def reset(self, idx: np.ndarray) -> None:
+    def reset(self, idx: list[int]) -> None:
         """gymnasium's reset without a seed (the generators go on): mj_resetData, the task's draws,
         set_state (which ends in mj_forward), then the observation; the time limit restarts."""
         for i in idx:
@@ -269,13 +269,14 @@ class BatchedMujocoEnvs(LockstepEnvs):
         truncated = np.zeros(n, dtype=bool)
         if len(idx) == 0:
             return rewards, terminated, truncated, {}, []
-        acts = actions[idx]
-        before = np.stack([self.views["qpos"][i] for i in idx])
+        acts, envs = actions[idx], idx.tolist()
+        before = np.stack([self.views["qpos"][i] for i in envs])
+        ctrls, datas, model, skip = self.views["ctrl"], self.datas, self.model, self.env.frame_skip
         # gymnasium's mj_rnePostConstraint after each step only fills cacc/cfrc_*: no v5 default reads them
-        for i, a in zip(idx, acts):
-            self.views["ctrl"][i][:] = a
-            mujoco.mj_step(self.model, self.datas[i], nstep=self.env.frame_skip)
-        fields = self.gather(idx)
+        for i, a in zip(envs, acts):
+            ctrls[i][:] = a
+            mujoco.mj_step(model, datas[i], nstep=skip)
+        fields = self.gather(envs)
         obs = self.task.observe(self.env, fields)
         rew, term = self.task.outcome(self.env, before, fields, obs, acts)
         self.elapsed[idx] += 1
@@ -289,7 +290,7 @@ class BatchedMujocoEnvs(LockstepEnvs):
         finished = [(int(i), float(self.episode_return[i]), int(self.episode_length[i])) for i in ended]
         if len(ended):
             self.episode_return[ended], self.episode_length[ended] = 0.0, 0
-            self.reset(ended)
+            self.reset(ended.tolist())
         return rewards, terminated, truncated, final_obs, finished
 
     def state(self) -> dict:
