@@ -58,7 +58,7 @@ def rollout_split(algo: PPO) -> tuple[float, float]:
 def rollout_without_sim(algo: PPO) -> float:
     """Seconds of one rollout whose environments return at once (no reward, no episode end)."""
     envs = algo.ctx.envs
-    n = len(envs.envs)
+    n = len(envs.obs)
     envs.step = lambda actions: (np.zeros(n), np.zeros(n, bool), np.zeros(n, bool), {}, [])
     try:
         start = time.perf_counter()

@@ -62,9 +62,14 @@ class LockstepEnvs:
         (rewards, terminated, truncated, final_obs, finished) where ``final_obs`` maps env index -> last
         observation of an episode that just ended and ``finished`` lists (env index, return, length) of
         those episodes."""
-        n = len(self.envs)
+        n = len(self.episode_return)
         if active is not None and np.shape(active) != (n,):
             raise ValueError(f"active must be a mask over the {n} environments, got shape {np.shape(active)}")
+        return self._step(actions, active)
+
+    def _step(self, actions: np.ndarray, active: np.ndarray | None):
+        """gymnasium's own stepping, one ``env.step`` per environment (ppo.mujoco_batch overrides this)."""
+        n = len(self.envs)
         rewards = np.zeros(n)
         terminated = np.zeros(n, dtype=bool)
         truncated = np.zeros(n, dtype=bool)

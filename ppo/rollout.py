@@ -21,6 +21,7 @@ from .batched import GaussianActorCritic
 from .config import PPOConfig
 from .atari import AtariLockstepEnvs, load_protocol
 from .envs import LockstepEnvs
+from .mujoco_batch import make_lockstep
 from .gae import gae
 from .normalizer import ObsNormalizer
 
@@ -107,8 +108,8 @@ def group_context(task: str, configs: list[PPOConfig], root_seeds: list[int]) ->
     env_seeds = [env_seed for sd in seeds for env_seed in sd["envs"]]
     if cfg.is_atari:
         envs = AtariLockstepEnvs(task, env_seeds, load_protocol(cfg.env_protocol))
-    else:
-        envs = LockstepEnvs(task, env_seeds)
+    else:  # the seven MuJoCo v5 tasks batched (gymnasium's results bit for bit), other tasks gymnasium's own
+        envs = make_lockstep(task, env_seeds)
     return GroupContext(
         configs=list(configs), seeds=seeds, envs=envs,
         log=EpisodeLog(len(configs), E, time.perf_counter()),
