@@ -51,7 +51,12 @@ case "${1:-status}" in
     (cd "$REPO" && .venv/bin/python -m ppo.publish --from "$GRID" "${@:2}" --commit)
     ;;
   stop)
-    if running; then pkill -s "$(cat "$GRID/grid.pid")"; else echo "not running"; fi
+    if running; then
+      pkill -s "$(cat "$GRID/grid.pid")"
+      for _ in $(seq 60); do running || break; sleep 1; done  # Snakemake cleans up before it exits
+    else
+      echo "not running"
+    fi
     ;;
   *)
     die "usage: scripts/paper_grid.sh start [REV] | status | publish | stop"
