@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.io import RunDataError, read_parquet
+
 UPDATE_METRICS = {  # our updates.parquet column -> CleanRL name
     "policy_loss": "losses/policy_loss", "value_loss": "losses/value_loss", "entropy": "losses/entropy",
     "approx_kl": "losses/approx_kl", "kl": "losses/kl", "clipfrac": "losses/clipfrac",
@@ -30,10 +32,10 @@ EPISODE_METRICS = {"episode_return": "charts/episodic_return", "episode_length":
 
 def history(run_dir: Path) -> list[dict]:
     """Episode and update rows as wandb log entries, ordered by global_step (updates after episodes)."""
-    episodes = pd.read_parquet(run_dir / "episodes.parquet")
-    updates = pd.read_parquet(run_dir / "updates.parquet")
+    episodes = read_parquet(run_dir / "episodes.parquet").to_pandas()
+    updates = read_parquet(run_dir / "updates.parquet").to_pandas()
     if (run_dir / "timing.parquet").exists():  # steps/s and wall time live apart from the stats
-        timing = pd.read_parquet(run_dir / "timing.parquet")
+        timing = read_parquet(run_dir / "timing.parquet").to_pandas()
         updates = updates.merge(timing.drop(columns="global_step"), on="update", how="left")
     rows = [(int(r.global_step), 0, {EPISODE_METRICS[k]: getattr(r, k) for k in EPISODE_METRICS})
             for r in episodes.itertuples()]
@@ -41,6 +43,21 @@ def history(run_dir: Path) -> list[dict]:
              for r in updates.itertuples()]
     rows.sort(key=lambda row: row[:2])
     return [{"global_step": step, **metrics} for step, _, metrics in rows]
+
+
+EXPORTED_KEYS = ("run_id", "task", "seed", "status", "config")
+
+
+def read_manifest(path: Path) -> dict:
+    """The manifest's fields the export reads; any failure is one line naming the file (RunDataError)."""
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, ValueError, RecursionError) as err:  # ValueError: bad JSON or UTF-8
+        raise RunDataError(f"{path}: cannot read the manifest ({type(err).__name__})") from None
+    missing = [k for k in EXPORTED_KEYS if not isinstance(manifest, dict) or k not in manifest]
+    if missing:
+        raise RunDataError(f"{path}: the manifest lacks {missing}")
+    return manifest
 
 
 def export_run(run_dir: Path, mode: str = "offline", project: str = "ppo-repro", directory: Path | None = None,
@@ -53,7 +70,7 @@ def export_run(run_dir: Path, mode: str = "offline", project: str = "ppo-repro",
     except ImportError:
         raise SystemExit("wandb is not installed: pip install -e '.[tracking]' (or set tracking: none)") from None
     run_dir = Path(run_dir)
-    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest = read_manifest(run_dir / "manifest.json")
     config = {"env_id": manifest["task"], "exp_name": manifest.get("variant", "ppo"), "seed": manifest["seed"],
               "study": manifest.get("study"), "scale": manifest.get("scale"), "status": manifest["status"],
               "git_commit": (manifest.get("git") or {}).get("commit"), **manifest["config"]}
@@ -82,7 +99,11 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.mode == "offline":
         os.environ["WANDB_MODE"] = "offline"  # belt and braces: no network even if a key is configured
-    ids = [export_run(d, args.mode, args.project, args.dir, args.entity) for d in args.run_dirs]
+    try:
+        ids = [export_run(d, args.mode, args.project, args.dir, args.entity) for d in args.run_dirs]
+    except RunDataError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     if args.done:
         args.done.parent.mkdir(parents=True, exist_ok=True)
         args.done.write_text("\n".join(ids) + "\n")

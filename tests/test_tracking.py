@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from ppo.config import PPOConfig
+from ppo import tracking
 from ppo.tracking import history
 from ppo.train import RunSpec, train_group
 
@@ -43,3 +44,12 @@ def test_offline_export_needs_no_account_or_network(run_dir, tmp_path, monkeypat
     run_files = list((tmp_path / "wb").rglob("offline-run-*/run-*.wandb"))
     assert len(run_files) == 1 and run_files[0].stat().st_size > 0
     assert done.read_text().strip() == "InvertedPendulum-v5-clip_0_2-seed0"
+
+
+def test_a_bad_manifest_is_one_line_naming_the_file(tmp_path, capsys):
+    run = tmp_path / "runs" / "Hopper-v5" / "clip_0.2" / "seed0"
+    run.mkdir(parents=True)
+    (run / "manifest.json").write_text("[1, 2")
+    assert tracking.main(["--dir", str(tmp_path / "wb"), str(run)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and str(run / "manifest.json") in err
