@@ -5,6 +5,7 @@
 #   scripts/paper_grid.sh start [REV]   train from a clone at a committed revision (default: this repo's HEAD)
 #   scripts/paper_grid.sh status        what is running, what has finished, core-hours so far
 #   scripts/paper_grid.sh publish [--from DIR]   copy finished runs' records into published/, commit them
+#   scripts/paper_grid.sh watch [MIN]   publish every MIN minutes (default 10) while the grid runs
 #   scripts/paper_grid.sh stop
 #
 # The clone ($GRID, default ../ppo-grid beside this repo) is never the tree being edited. Training runs
@@ -50,6 +51,14 @@ case "${1:-status}" in
     # more sources (an unpacked ppo.batch archive): scripts/paper_grid.sh publish --from DIR
     (cd "$REPO" && .venv/bin/python -m ppo.publish --from "$GRID" "${@:2}" --commit)
     ;;
+  watch)
+    # Finished runs are committed as they come, so that none depends on this machine being kept; a
+    # publish that finds the repository busy (another git command) is tried again next time.
+    while running; do
+      (cd "$REPO" && .venv/bin/python -m ppo.publish --from "$GRID" --commit) 2>&1 | head -1 || true
+      sleep "$(( ${2:-10} * 60 ))"
+    done
+    ;;
   stop)
     if running; then
       pkill -s "$(cat "$GRID/grid.pid")"
@@ -59,6 +68,6 @@ case "${1:-status}" in
     fi
     ;;
   *)
-    die "usage: scripts/paper_grid.sh start [REV] | status | publish | stop"
+    die "usage: scripts/paper_grid.sh start [REV] | status | publish [--from DIR] | watch [MIN] | stop"
     ;;
 esac
