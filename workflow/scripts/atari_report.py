@@ -115,17 +115,6 @@ REFERENCE_NOTE = (
 )
 
 
-def find_manifests(runs: Path) -> list[Path]:
-    """Every run's manifest.json under ``runs`` (Atari tasks hold a '/', so runs sit one level deeper than
-    analysis.io.find_run_dirs looks)."""
-    if not runs.is_dir():
-        raise RunDataError(f"runs directory does not exist: {runs}")
-    found = sorted(runs.rglob("manifest.json"))
-    if not found:
-        raise RunDataError(f"no run (manifest.json) under {runs}")
-    return found
-
-
 def paper_protocol(reference_dir: Path) -> dict:
     """The paper's Atari budget from ppo2017_hyperparameters.csv, falling back to analysis.atari.PAPER."""
     path = reference_dir / "ppo2017_hyperparameters.csv"
@@ -162,9 +151,8 @@ def notes_for(manifests: pd.DataFrame, scores: pd.DataFrame, budget: str, extra:
 
 def run_report(args: argparse.Namespace) -> dict[str, Path]:
     """Compute every table and the figure and write them; returns the written paths."""
-    manifest_files = args.manifests if args.manifests is not None else find_manifests(args.runs)
-    episodes, updates, manifests = load_study(args.runs, [m.parent for m in manifest_files],
-                                              update_columns=UPDATE_COLUMNS)
+    run_dirs = None if args.manifests is None else [m.parent for m in args.manifests]
+    episodes, updates, manifests = load_study(args.runs, run_dirs, update_columns=UPDATE_COLUMNS)
     manifests = attach_env_protocol(check_runs(manifests))
     ref = args.reference_dir
     paper6 = load_table6(ref / "ppo2017_table6_atari.csv")
