@@ -30,6 +30,10 @@ class RunDataError(ValueError):
     """A run file is missing, unreadable or lacks required fields."""
 
 
+class ReportError(ValueError):
+    """Inputs that cannot produce a meaningful report."""
+
+
 def find_run_dirs(runs_dir: str | Path) -> list[Path]:
     """Return the ``<task>/<variant>/seed*`` directories under ``runs_dir`` (ppo.layout), sorted."""
     root = Path(runs_dir)
@@ -218,3 +222,13 @@ def load_random(paths: Iterable[str | Path]) -> pd.Series:
     series = pd.Series(means, name="random_score", dtype=float)
     series.index.name = "task"
     return series
+
+
+def check_random(tasks: Iterable[str], random_scores: pd.Series, files: Iterable[Path]) -> None:
+    """Every task of the study needs a random score, or normalisation is impossible."""
+    missing = sorted(set(tasks) - set(random_scores.index))
+    if missing:
+        raise ReportError(
+            f"no random score for task(s) {missing}: expected results/random/<task>.parquet "
+            f"among --random files {[str(f) for f in files]}"
+        )

@@ -1,6 +1,8 @@
 # Aggregation, per study: the deviations from the paper, the random-policy zero point (MuJoCo), then the
 # study's report, declared in ppo/reports.py (REPORTS: its script, outputs with captions, extra inputs).
 
+import shlex
+
 from ppo.reports import REPORTS
 
 REPORT_FILES = []
@@ -11,19 +13,19 @@ REPORT_FILES = []
 SB3_REFERENCE_FILES = sorted(str(p) for p in Path("published/sb3_reference").glob("*/seed*/*"))
 
 
-def report_params(study):
-    return dict(runs_dir=runs_dir(study), report_dir=report_dir(study), budget=study.label, anchor=study.anchor,
-                n_resamples=config["bootstrap"]["n_resamples"], seed=config["bootstrap"]["seed"])
-
-
-def report_command(rep):
-    """The report script's command line; the options a report does not take are left out."""
-    return (f"python workflow/scripts/{rep.script} --runs {{params.runs_dir:q}} --manifests {{input.manifests:q}} "
-            + ("--random {input.random:q} " if rep.random_scores else "")
-            + "--reference-dir reference --out-dir {params.report_dir:q} --budget-note {params.budget:q} "
-            + ("--variant {params.anchor:q} " if rep.anchor else "")
-            + "--n-resamples {params.n_resamples:q} --seed {params.seed:q}"
-            + (" --sb3-dir published/sb3_reference" if rep.sb3_reference else "") + " > {log:q} 2>&1")
+def report_options(rep, study):
+    """The script and the options only some reports take, shell-quoted. A rule's shell command is evaluated
+    again when its job runs, after this loop has moved on, so it can name nothing but the job's own values."""
+    options = [f"workflow/scripts/{rep.script}", "--runs", runs_dir(study), "--manifests", *manifests(study)]
+    if rep.random_scores:
+        options += ["--random", *[random_score(t) for t in study.tasks]]
+    options += ["--reference-dir", "reference", "--out-dir", report_dir(study), "--budget-note", study.label]
+    if rep.anchor:
+        options += ["--variant", study.anchor]
+    options += ["--n-resamples", str(config["bootstrap"]["n_resamples"]), "--seed", str(config["bootstrap"]["seed"])]
+    if rep.sb3_reference:
+        options += ["--sb3-dir", "published/sb3_reference"]
+    return shlex.join(options)
 
 
 for _study in STUDIES:
@@ -76,8 +78,8 @@ for _study in STUDIES:
             [f"{_out}/{name}" if caption is None else report(f"{_out}/{name}", caption=f"../report/{caption}", category=_cat)
              for name, caption in _files],
         params:
-            **report_params(_study),
+            command=report_options(_report, _study),
         log:
             f"{log_dir(_study)}/{_study.report}_report.log",
         shell:
-            report_command(_report)
+            "python {params.command} > {log:q} 2>&1"

@@ -38,26 +38,26 @@ from analysis.atari import (  # noqa: E402
     ALGORITHMS,
     DEFAULT_HUMAN_TABLE,
     HUMAN_TABLES,
-    PAPER,
     WINDOW,
-    aggregate_table,
     attach_env_protocol,
     budget_line,
     check_runs,
-    default_games,
-    human_normalized,
     human_table_source,
-    learning_curves_frames,
     load_atari_references,
     load_random_human,
     load_table2,
     load_table6,
-    plot_atari_curves,
+    paper_protocol,
+)
+from analysis.atari_tables import (  # noqa: E402
+    aggregate_table,
+    human_normalized,
     reference_table,
     run_scores,
     table6,
     win_counts,
 )
+from analysis.atari_curves import default_games, learning_curves_frames, plot_atari_curves  # noqa: E402
 from analysis.io import RunDataError, load_study  # noqa: E402
 from analysis.report_tables import to_markdown, write_table  # noqa: E402
 
@@ -113,23 +113,6 @@ REFERENCE_NOTE = (
     "episodes' is our metric; single-run final-agent evaluations and 'final reward, window not stated' are not "
     "directly comparable. EnvPool *-v5 and gym NoFrameskip-v4 ids use other environment settings than ours."
 )
-
-
-def paper_protocol(reference_dir: Path) -> dict:
-    """The paper's Atari budget from ppo2017_hyperparameters.csv, falling back to analysis.atari.PAPER."""
-    path = reference_dir / "ppo2017_hyperparameters.csv"
-    if not path.is_file():
-        return dict(PAPER)
-    table = pd.read_csv(path, dtype=str, keep_default_na=False)
-    values = dict(zip(table.loc[table["domain"] == "atari", "name"], table.loc[table["domain"] == "atari", "value"]))
-    names = {"frames": "game_frames", "steps": "timesteps", "seeds": "seeds_per_game", "games": "num_games"}
-    out = dict(PAPER)
-    for key, name in names.items():
-        try:
-            out[key] = int(float(values[name]))
-        except (KeyError, ValueError):
-            pass
-    return out
 
 
 def notes_for(manifests: pd.DataFrame, scores: pd.DataFrame, budget: str, extra: Sequence[str]) -> list[str]:
