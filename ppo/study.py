@@ -18,7 +18,7 @@ from .envs import check_task, task_name
 from .layout import RUN_FILES, run_dir, run_id
 from .reports import REPORTS  # the analysis a study's results get
 
-STUDY_KEYS = {"description", "tasks", "variants", "anchor", "reference_table", "report", "scales"}
+STUDY_KEYS = {"description", "tasks", "variants", "anchor", "report", "scales"}
 SCALE_KEYS = {"label", "total_steps", "seeds", "tasks", "reduced"}
 MAX_SEEDS = 1000  # runs per task and variant: more would exhaust memory while planning
 MAX_TOTAL_STEPS = 10**10  # environment steps per run: more would never finish
