@@ -40,7 +40,9 @@ import pandas as pd
 
 from analysis.aggregate import METRICS, aggregate_metrics
 from analysis.curves import learning_curves, plot_curves
+from analysis import protocol
 from analysis.io import RunDataError
+from analysis.protocol import seed_range
 from analysis.references import REF_COLUMNS, algo_rows, format_steps, reference_columns, task_env_name
 from analysis.stats import bootstrap_ci, mean
 
@@ -308,29 +310,24 @@ def throughput(manifests: pd.DataFrame, updates: pd.DataFrame, anchor: str = "cl
 
 def is_reduced(manifests: pd.DataFrame, paper_steps: float = PAPER_STEPS) -> bool:
     """True when any run says ``reduced`` or trained fewer steps than the paper."""
-    flagged = "reduced" in manifests.columns and bool(manifests["reduced"].fillna(False).astype(bool).any())
-    short = "total_steps" in manifests.columns and bool((manifests["total_steps"].dropna() < paper_steps).any())
-    return flagged or short
+    steps = manifests["total_steps"] if "total_steps" in manifests.columns else pd.Series(dtype=float)
+    return protocol.is_reduced(manifests, steps, paper_steps)
 
 
 def budget_line(
     manifests: pd.DataFrame, notes: Sequence[str] = (), paper_steps: float = PAPER_STEPS, paper_seeds: object = 3
 ) -> str:
-    """The budget to print on the figure: the given notes, else steps and seeds read from the runs.
-    A reduced study always starts with ``REDUCED BUDGET`` unless its note already says so."""
-    if notes:
-        line = " | ".join(" ".join(str(n).split()) for n in notes)
-    else:
+    """The budget to print on the figure: the given notes, else steps and seeds read from the runs
+    (:func:`analysis.protocol.budget_line`)."""
+    def describe() -> str:
         steps = sorted(manifests["total_steps"].dropna().astype(int).unique()) if "total_steps" in manifests else []
-        seeds = manifests.groupby(["task", "variant"])["seed"].nunique()
-        seed_text = f"{seeds.min()}" if seeds.min() == seeds.max() else f"{seeds.min()}-{seeds.max()}"
-        line = (
-            f"{', '.join(format_steps(s) for s in steps) or '?'} env steps per run, {seed_text} seed(s) "
-            f"per task and algorithm (paper: {format_steps(paper_steps)} steps, {paper_seeds} seeds)"
+        return (
+            f"{', '.join(format_steps(s) for s in steps) or '?'} env steps per run, "
+            f"{seed_range(manifests, ['task', 'variant'])} seed(s) per task and algorithm "
+            f"(paper: {format_steps(paper_steps)} steps, {paper_seeds} seeds)"
         )
-    if is_reduced(manifests, paper_steps) and "reduced" not in line.lower():
-        line = f"REDUCED BUDGET: {line}"
-    return line
+
+    return protocol.budget_line(notes, describe, is_reduced(manifests, paper_steps))
 
 
 def plot_figure3(

@@ -1,7 +1,7 @@
 """Read a study's run directories into three flat tables.
 
-Each run lives in ``<runs_dir>/<task>/<variant>/seed<k>/`` with ``episodes.parquet``,
-``updates.parquet`` and ``manifest.json``. All runs are concatenated once with pyarrow
+Each run lives in ``<runs_dir>/<task>/<variant>/seed<k>/`` (ppo.layout; a task may hold a slash,
+``ALE/Pong-v5``) with ``episodes.parquet``, ``updates.parquet``, ``timing.parquet`` and ``manifest.json``. All runs are concatenated once with pyarrow
 (one ``to_pandas`` call per table) so a study of hundreds of runs loads in a second.
 Every failure names the offending file, because a study is only as good as its worst run.
 """
@@ -17,6 +17,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ppo import layout
 from ppo.records import EPISODE_COLUMNS, TIMING_COLUMNS  # the schemas the training side writes
 
 UPDATE_COLUMNS = ("update", "global_step")
@@ -29,12 +30,16 @@ class RunDataError(ValueError):
     """A run file is missing, unreadable or lacks required fields."""
 
 
+class ReportError(ValueError):
+    """Inputs that cannot produce a meaningful report."""
+
+
 def find_run_dirs(runs_dir: str | Path) -> list[Path]:
-    """Return the ``<task>/<variant>/seed*`` directories under ``runs_dir``, sorted."""
+    """Return the ``<task>/<variant>/seed*`` directories under ``runs_dir`` (ppo.layout), sorted."""
     root = Path(runs_dir)
     if not root.is_dir():
         raise RunDataError(f"runs directory does not exist: {root}")
-    dirs = sorted(p for p in root.glob("*/*/seed*") if p.is_dir())
+    dirs = layout.find_run_dirs(root)
     if not dirs:
         raise RunDataError(f"no run directories (<task>/<variant>/seed<k>) under {root}")
     return dirs
@@ -217,3 +222,13 @@ def load_random(paths: Iterable[str | Path]) -> pd.Series:
     series = pd.Series(means, name="random_score", dtype=float)
     series.index.name = "task"
     return series
+
+
+def check_random(tasks: Iterable[str], random_scores: pd.Series, files: Iterable[Path]) -> None:
+    """Every task of the study needs a random score, or normalisation is impossible."""
+    missing = sorted(set(tasks) - set(random_scores.index))
+    if missing:
+        raise ReportError(
+            f"no random score for task(s) {missing}: expected results/random/<task>.parquet "
+            f"among --random files {[str(f) for f in files]}"
+        )

@@ -24,7 +24,8 @@ import yaml
 
 from .config import PROJECT_ROOT, ConfigError
 from .records import git_state
-from .study import RUN_FILES, load_study, plan_groups, run_dir
+from .layout import RUN_FILES, run_dir
+from .study import load_study, plan_groups
 
 
 def plan(studies: list[str], scale: str, group_size: int, only: list[str], results: Path) -> list[str]:

@@ -24,7 +24,8 @@ import pandas as pd
 
 from . import records
 from .config import PROJECT_ROOT, ConfigError
-from .study import RUN_FILES, is_current, load_study, run_dir
+from .layout import RUN_FILES, run_dir
+from .study import is_current, load_study
 
 PUBLISHED = PROJECT_ROOT / "published"
 STUDIES = ("table1", "figure3")

@@ -1,12 +1,13 @@
 """What every algorithm of a group shares: the group's set-up, its episode log, and on-policy rollouts.
 
 A *group* is any number of independent runs of one task trained in one process (ppo/train.py). Each run
-has its own seeds, environments, parameters, optimizer state and normalizer; they share only batched
-tensor operations, so a run's records do not depend on which runs share its group.
+has its own seeds, environments, parameters, optimizer state and (MuJoCo) observation normalizer; they
+share only batched tensor operations, so a run's records do not depend on which runs share its group.
 
-``collect_batch`` is the one rollout of the policy-gradient algorithms (PPO, A2C, TRPO, VPG): all actors
-step in lock-step with exploration noise from each run's own stream, then GAE, the observation
-normalizer update (once per batch, before the policy update, as ppo1), and advantage normalization.
+The on-policy rollouts step all actors in lock-step, sampling from each run's own stream, then compute
+GAE and normalize advantages: ``collect_batch`` for a Gaussian policy on MuJoCo (its normalizer updated
+once per batch, before the policy update, as ppo1), ``collect_atari_batch`` for a categorical policy on
+Atari frames (rewards clipped, lives ending the value horizon, as its protocol says).
 """
 from __future__ import annotations
 
@@ -132,8 +133,8 @@ def to_runs(x, T: int, G: int, E: int):
 class Batch:
     """One on-policy batch per run, [G, B, ...] with B = num_envs · horizon."""
 
-    obs: torch.Tensor  # normalized observations (normalizer updated with this batch first)
-    actions: torch.Tensor
+    obs: torch.Tensor  # MuJoCo: normalized observations (normalizer updated with this batch first); Atari: uint8 frames
+    actions: torch.Tensor  # Gaussian actions, or [G, B, 1] action indices as floats (Atari)
     advantages: torch.Tensor  # GAE, normalized as the config says
     returns: torch.Tensor  # λ-returns: the value targets
     values: np.ndarray  # V(s_t) at collection time

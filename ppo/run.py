@@ -5,13 +5,13 @@
 
 The runs are named by their output files (``<runs>/<task>/<variant>/seed<k>/<file>``), which is what the
 Snakemake rule passes as ``{output}``; their settings are resolved from the study's files (ppo.study),
-exactly as the Snakefile resolved them when it planned the job. With ``--copy-from <run dir>`` the one
+exactly as the Snakefile resolved them when it planned the job (``--digests``, the planned config digests,
+makes sure of that). With ``--copy-from <run dir>`` the one
 run named is not trained but copied from the same run finished in another study (ppo.study.shared_runs).
 """
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import shutil
 import sys
@@ -22,24 +22,14 @@ import torch
 from . import records
 from .config import ConfigError
 from .records import unwritable
+from .layout import checkpoint_path, split_run_dir
 from .study import Run, Study, load_study
 from .train import RunSpec, train_group
 
 
-def split_run_dir(study: Study, run_dir: Path) -> tuple[Path, str, str, str]:
-    """``<runs>/<task>/<variant>/seed<k>`` -> (runs folder, task, variant, seed folder). A task id may
-    hold a slash (ALE/Pong-v5), so the task is whichever of the study's ids the path ends with."""
-    task_dir = run_dir.parent.parent
-    for task in study.tasks:
-        depth = len(Path(task).parts)
-        if task_dir.parts[-depth:] == Path(task).parts:
-            return Path(*task_dir.parts[:-depth]), task, run_dir.parent.name, run_dir.name
-    return task_dir.parent, task_dir.name, run_dir.parent.name, run_dir.name
-
-
 def resolve_run(study: Study, run_dir: Path) -> Run:
     """The study's run whose records go to ``run_dir`` = ``<runs>/<task>/<variant>/seed<k>``."""
-    _, task, variant, seed = split_run_dir(study, run_dir)
+    _, task, variant, seed = split_run_dir(run_dir, study.tasks)
     variants = {v.name: v for v in study.variants}
     if task not in study.tasks or variant not in variants or not seed.removeprefix("seed").isdigit():
         raise ConfigError(f"{run_dir}: not a run of study {study.name} ({study.path}): "
@@ -47,12 +37,15 @@ def resolve_run(study: Study, run_dir: Path) -> Run:
     return Run(task, variants[variant], int(seed.removeprefix("seed")))
 
 
-def checkpoint_path(study: Study, run_dirs: list[Path]) -> Path:
-    """<runs>/../checkpoints/<task>-<hash of the group's runs>.pt: not a Snakemake output, so a failed
-    job's checkpoint survives for the retry; the hash keeps differently packed groups apart."""
-    runs_root, task, _, _ = split_run_dir(study, run_dirs[0])
-    key = hashlib.sha256("\n".join(sorted(str(d) for d in run_dirs)).encode()).hexdigest()[:16]
-    return runs_root.parent / "checkpoints" / f"{task.replace('/', '_')}-{key}.pt"
+def check_digests(runs: list[Run], planned) -> None:
+    """Refuse a run whose resolved config digest is not the one planned for it (``planned``: run id -> digest)."""
+    if not isinstance(planned, dict):
+        raise ConfigError(f"--digests must be a JSON object of run id -> config digest, got {type(planned).__name__}")
+    for run in runs:
+        if planned.get(run.run_id) != run.config_digest:
+            raise ConfigError(f"run {run.run_id}: its configuration resolves to digest {run.config_digest}, but "
+                              f"{planned.get(run.run_id)!r} was planned; the experiment files changed since the "
+                              "plan: plan again; nothing was trained or copied")
 
 
 def run_meta(study: Study, run: Run) -> dict:
@@ -99,6 +92,9 @@ def main(argv=None) -> int:
                    help="save the group's state every N updates (0 = never); a restarted job resumes from it")
     p.add_argument("--copy-from", type=Path, metavar="RUN_DIR",
                    help="do not train: copy this finished run of another study (same task, seed, configuration)")
+    p.add_argument("--digests", type=json.loads, metavar="JSON",
+                   help='the config digest planned for each run, {"<run id>": "<digest>", ...}: a run whose '
+                        'resolved configuration has another digest is refused (the files changed since planning)')
     p.add_argument("outputs", nargs="+", type=Path, help="output files of the runs to train (any file per run)")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -106,10 +102,12 @@ def main(argv=None) -> int:
     try:
         study = load_study(args.study, args.scale)
         runs = [resolve_run(study, d) for d in run_dirs]
+        if args.digests is not None:
+            check_digests(runs, args.digests)
     except ConfigError as err:
         print(f"error: {' '.join(str(err).split())}", file=sys.stderr)  # one line, whatever the message
         return 2
-    checkpoint = checkpoint_path(study, run_dirs)
+    checkpoint = checkpoint_path(run_dirs, study.tasks)
     problem = unwritable([*run_dirs, checkpoint.parent])
     if problem:  # refuse now rather than after training: nothing was trained, nothing was changed
         print(f"error: {problem}; nothing was trained or changed", file=sys.stderr)

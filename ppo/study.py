@@ -15,9 +15,10 @@ from .config import (EXPERIMENTS_DIR, ConfigError, Variant, _check_keys, _read_y
                      load_variant, show)
 from .atari import check_atari_task, is_atari, load_protocol
 from .envs import check_task, task_name
+from .layout import RUN_FILES, run_dir, run_id
+from .reports import REPORTS  # the analysis a study's results get
 
-STUDY_KEYS = {"description", "tasks", "variants", "anchor", "reference_table", "report", "scales"}
-REPORTS = ("table1", "figure3", "atari")  # the analysis a study's results get (workflow/rules/analysis.smk)
+STUDY_KEYS = {"description", "tasks", "variants", "anchor", "report", "scales"}
 SCALE_KEYS = {"label", "total_steps", "seeds", "tasks", "reduced"}
 MAX_SEEDS = 1000  # runs per task and variant: more would exhaust memory while planning
 MAX_TOTAL_STEPS = 10**10  # environment steps per run: more would never finish
@@ -31,7 +32,7 @@ class Run:
 
     @property
     def run_id(self) -> str:
-        return f"{self.task}/{self.variant.name}/seed{self.seed}"
+        return run_id(self.task, self.variant.name, self.seed)
 
     @property
     def config_digest(self) -> str:
@@ -107,14 +108,6 @@ def shared_runs(studies: list[Study]) -> dict[tuple[str, str], tuple[Study, Run]
             if owner[0].name != study.name:
                 shared[(study.name, run.run_id)] = owner
     return shared
-
-
-RUN_FILES = ("episodes.parquet", "updates.parquet", "timing.parquet", "manifest.json")
-
-
-def run_dir(results: Path | str, study: Study, run: Run) -> Path:
-    """Where a run's records live: <results>/<study>/<scale>/runs/<task>/<variant>/seed<k>."""
-    return Path(results) / study.name / study.scale / "runs" / run.task / run.variant.name / f"seed{run.seed}"
 
 
 def is_current(results: Path | str, study: Study, run: Run) -> bool:

@@ -170,13 +170,14 @@ def test_study_plans_49_games_and_refuses_mixing(tmp_path):
 
 def test_run_folders_of_a_namespaced_task():
     """ALE/Pong-v5 holds a slash: its runs live two folders deep, and the job still finds them."""
-    from ppo.run import checkpoint_path, resolve_run
+    from ppo.layout import checkpoint_path
+    from ppo.run import resolve_run
 
     study = load_study("atari", "smoke")
     folder = Path("results/atari/smoke/runs/ALE/Pong-v5/atari_ppo/seed0")
     run = resolve_run(study, folder)
     assert (run.task, run.variant.name, run.seed) == ("ALE/Pong-v5", "atari_ppo", 0)
-    checkpoint = checkpoint_path(study, [folder])
+    checkpoint = checkpoint_path([folder], study.tasks)
     assert checkpoint.parent == Path("results/atari/smoke/checkpoints") and checkpoint.name.startswith("ALE_Pong-v5-")
     with pytest.raises(ConfigError, match="not a run of study atari"):
         resolve_run(study, Path("results/atari/smoke/runs/ALE/Breakout-v5/atari_ppo/seed0"))

@@ -25,6 +25,7 @@ import torch
 from .. import gaussian
 from ..batched import BatchedAdam, mlp_forward, per_run_grad_norm_clip
 from ..rollout import GroupContext
+from ..schedule import annealed
 from .base import ActorCriticAlgorithm
 
 RETURN_NORM_EPS = 1e-8  # σ_R = sqrt(Var[R] + this): Tianshou PGPolicy._eps
@@ -132,9 +133,7 @@ class A2C(ActorCriticAlgorithm):
 
     def learning_rate(self, iteration: int) -> float:
         s = self.settings
-        if s.lr_schedule == "constant":
-            return s.learning_rate
-        return s.learning_rate * max(0.0, 1 - iteration / self.decay_iterations)
+        return annealed(s.learning_rate, s.lr_schedule, iteration, self.decay_iterations)
 
     def return_std(self) -> torch.Tensor:
         """σ_R per run, [G] float32: 1 without return normalization."""

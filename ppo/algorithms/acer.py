@@ -41,6 +41,7 @@ import torch
 from ..batched import per_run_grad_norm_clip
 from ..convnet import CNNActorCritic
 from ..rollout import GroupContext, explained_variance
+from ..schedule import annealed
 from .a2c import trust_region_projection
 
 EPS = 1e-6  # baselines acer: eps in f/(μ + eps), log(f + eps), c/(ρ + eps), f_pol/(f + eps), and the entropy
@@ -282,9 +283,7 @@ class ACER:
 
     def learning_rate(self, iteration: int) -> float:
         s = self.settings
-        if s.lr_schedule == "constant":
-            return s.learning_rate
-        return s.learning_rate * max(0.0, 1 - iteration / self.decay_iterations)
+        return annealed(s.learning_rate, s.lr_schedule, iteration, self.decay_iterations)
 
     def iterate(self, iteration: int) -> dict:
         ctx, s, G = self.ctx, self.settings, self.ctx.num_runs

@@ -15,6 +15,7 @@ import torch
 from ..batched import BatchedAdam, per_run_grad_norm_clip
 from ..objective import adapt_beta, objective_terms
 from ..rollout import GroupContext
+from ..schedule import annealed
 from .base import ActorCriticAlgorithm, per_run
 
 
@@ -39,9 +40,9 @@ class PPO(ActorCriticAlgorithm):
     def iterate(self, iteration: int) -> dict:
         ctx, cfg, agent = self.ctx, self.ctx.cfg, self.agent
         G, B, M = ctx.num_runs, self.batch_size, cfg.minibatch_size
-        alpha = 1 - iteration / self.num_iterations  # Table 5's α, annealed 1 → 0
-        lr = cfg.learning_rate * (alpha if cfg.lr_schedule == "linear" else 1.0)
-        clip_eps = self.clip_eps * (alpha if cfg.clip_schedule == "linear" else 1.0)
+        # both scale with Table 5's α = 1 - iteration / num_iterations when linear
+        lr = annealed(cfg.learning_rate, cfg.lr_schedule, iteration, self.num_iterations)
+        clip_eps = annealed(self.clip_eps, cfg.clip_schedule, iteration, self.num_iterations)
         self.optimizers["adam"].set_lr(lr)
 
         # ---- (1) rollout and advantages; the normalizer is updated with this batch first (as ppo1)

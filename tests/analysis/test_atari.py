@@ -34,24 +34,26 @@ from conftest import write_run
 
 from analysis.atari import (
     LAST_100,
-    NO_REFERENCE,
-    aggregate_table,
     attach_env_protocol,
     budget_line,
     check_runs,
-    human_normalized,
-    learning_curves_frames,
     load_atari_references,
     load_random_human,
     load_table2,
     load_table6,
+    task_game,
+    unregistered_games,
+)
+from analysis.atari_tables import (
+    NO_REFERENCE,
+    aggregate_table,
+    human_normalized,
     reference_table,
     run_scores,
     table6,
-    task_game,
-    unregistered_games,
     win_counts,
 )
+from analysis.atari_curves import learning_curves_frames
 from analysis.io import RunDataError, load_study
 
 REPO = Path(__file__).resolve().parents[2]

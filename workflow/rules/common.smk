@@ -13,6 +13,7 @@ from ppo.atari import is_atari
 from ppo.config import ConfigError
 from ppo.records import unwritable
 from ppo.envs import task_name
+from ppo import layout
 from ppo import study as ppo_study
 from ppo.study import load_study, plan_groups, shared_runs
 
@@ -31,7 +32,7 @@ if config["scale"] == "paper" and len(STUDIES) > 1 and any(is_atari(t) for s in 
         "each, meant for a cluster. MuJoCo paper scale (Table 1 and Figure 3): --config 'studies=[table1,figure3]' "
         "scale=paper; Atari paper scale on its own: --config 'studies=[atari]' scale=paper")
 
-from ppo.study import RUN_FILES
+from ppo.layout import RUN_FILES
 
 for _folder in ("results", "logs"):  # Snakemake would fail on it with a traceback while planning
     if Path(_folder).exists() and not Path(_folder).is_dir():
@@ -39,20 +40,25 @@ for _folder in ("results", "logs"):  # Snakemake would fail on it with a traceba
                             "nothing was changed")
 
 
+# Paths as Snakemake wants them (strings relative to the project), all from ppo.layout.
 def results_dir(study):
-    return f"results/{study.name}/{study.scale}"
+    return str(layout.study_dir("results", study))
 
 
 def runs_dir(study):
-    return f"{results_dir(study)}/runs"
+    return str(layout.runs_dir("results", study))
 
 
 def report_dir(study):
-    return f"{results_dir(study)}/report"
+    return str(layout.report_dir("results", study))
+
+
+def benchmarks_dir(study):
+    return str(layout.benchmarks_dir("results", study))
 
 
 def log_dir(study):
-    return f"logs/{study.name}/{study.scale}"
+    return str(layout.log_dir("logs", study))
 
 
 def category(study):
@@ -60,7 +66,7 @@ def category(study):
 
 
 def run_dir(study, run):
-    return f"{runs_dir(study)}/{run.task}/{run.variant.name}/seed{run.seed}"
+    return str(layout.run_dir("results", study, run))
 
 
 def run_outputs(study, runs):
@@ -69,6 +75,11 @@ def run_outputs(study, runs):
 
 def manifests(study):
     return [f"{run_dir(study, r)}/manifest.json" for r in study.runs()]
+
+
+def planned_digests(runs):
+    """The config digest planned for each run, as the JSON that ``python -m ppo.run --digests`` checks."""
+    return json.dumps({r.run_id: r.config_digest for r in runs}, sort_keys=True)
 
 
 def is_current(study, run):
@@ -90,7 +101,7 @@ def copy_source(study, run):
         owner, owner_run = SHARED[(study.name, run.run_id)]
         return run_dir(owner, owner_run), run_outputs(owner, [owner_run])
     if ppo_study.is_current(PUBLISHED_DIR, study, run):
-        folder = ppo_study.run_dir(PUBLISHED_DIR, study, run)
+        folder = layout.run_dir(PUBLISHED_DIR, study, run)
         return str(folder), [str(folder / name) for name in RUN_FILES]
     return None
 
@@ -107,7 +118,7 @@ onstart:
     # before any job starts, instead of failing every job.
     problem = unwritable([run_dir(s, r) for s, g in GROUPS for r in g.runs]
                          + [run_dir(s, r) for s, r, _, _ in COPIES]
-                         + [f"{results_dir(s)}/{d}" for s in STUDIES for d in ("checkpoints", "benchmarks", "report")]
+                         + [str(d("results", s)) for s in STUDIES for d in (layout.checkpoints_dir, layout.benchmarks_dir, layout.report_dir)]
                          + ["results/random", "logs"])
     if problem:
         raise WorkflowError(f"cannot write results: {problem}; no job was started, nothing was changed")

@@ -15,10 +15,12 @@ for _study in STUDIES if config.get("tracking", "none") == "wandb" else []:
             project=config["wandb"]["project"],
             run_dirs=[run_dir(_study, r) for r in _study.runs()],
             wandb_dir=f"{results_dir(_study)}/wandb",
+            entity=config["wandb"].get("entity", ""),
         log:
             f"{log_dir(_study)}/wandb_export.log",
         shell:
             "python -m ppo.tracking --mode {params.mode:q} --project {params.project:q} --dir {params.wandb_dir:q} "
-            "--done {output:q} {params.run_dirs:q} > {log:q} 2>&1"
+            + ("--entity {params.entity:q} " if config["wandb"].get("entity") else "")
+            + "--done {output:q} {params.run_dirs:q} > {log:q} 2>&1"
 
     REPORT_FILES.append(f"{results_dir(_study)}/wandb/exported.txt")

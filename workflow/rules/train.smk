@@ -14,13 +14,14 @@ for _study, _group in GROUPS:
         params:
             study=_study.name,
             scale=_study.scale,
-            # A run re-trains when its resolved configuration changes, and only then.
-            configs={r.run_id: r.config_digest for r in _group.runs},
+            # A run re-trains when its resolved configuration changes, and only then; the job refuses a
+            # run whose configuration no longer resolves to the planned digest.
+            configs=planned_digests(_group.runs),
             checkpoint_every=config["checkpoint_every"],
         log:
             f"{log_dir(_study)}/train_{_group.group_id}.log",
         benchmark:
-            f"{results_dir(_study)}/benchmarks/train_{_group.group_id}.tsv"
+            f"{benchmarks_dir(_study)}/train_{_group.group_id}.tsv"
         threads: config["torch_threads"]
         priority: int(expected_seconds(_study, _group))  # longest first: balances the cores
         resources:
@@ -28,7 +29,7 @@ for _study, _group in GROUPS:
             runtime=runtime_minutes(_study, _group),  # minutes; a job over its time limit is killed
         shell:
             "python -m ppo.run --study {params.study:q} --scale {params.scale:q} --threads {threads:q} "
-            "--checkpoint-every {params.checkpoint_every:q} {output:q} > {log:q} 2>&1"
+            "--checkpoint-every {params.checkpoint_every:q} --digests {params.configs:q} {output:q} > {log:q} 2>&1"
 
 
 # A run another study already trains (see SHARED in common.smk), or one published with the project, is
@@ -47,13 +48,13 @@ for _study, _run, _source, _source_files in COPIES:
             study=_study.name,
             scale=_study.scale,
             source=_source,
-            configs={_run.run_id: _run.config_digest},
+            configs=planned_digests([_run]),
         log:
             f"{log_dir(_study)}/copy_{_copy_id}.log",
         localrule: True
         shell:
             "python -m ppo.run --study {params.study:q} --scale {params.scale:q} --copy-from {params.source:q} "
-            "{output:q} > {log:q} 2>&1"
+            "--digests {params.configs:q} {output:q} > {log:q} 2>&1"
 
 
 rule random_policy:

@@ -38,26 +38,26 @@ from analysis.atari import (  # noqa: E402
     ALGORITHMS,
     DEFAULT_HUMAN_TABLE,
     HUMAN_TABLES,
-    PAPER,
     WINDOW,
-    aggregate_table,
     attach_env_protocol,
     budget_line,
     check_runs,
-    default_games,
-    human_normalized,
     human_table_source,
-    learning_curves_frames,
     load_atari_references,
     load_random_human,
     load_table2,
     load_table6,
-    plot_atari_curves,
+    paper_protocol,
+)
+from analysis.atari_tables import (  # noqa: E402
+    aggregate_table,
+    human_normalized,
     reference_table,
     run_scores,
     table6,
     win_counts,
 )
+from analysis.atari_curves import default_games, learning_curves_frames, plot_atari_curves  # noqa: E402
 from analysis.io import RunDataError, load_study  # noqa: E402
 from analysis.report_tables import to_markdown, write_table  # noqa: E402
 
@@ -115,34 +115,6 @@ REFERENCE_NOTE = (
 )
 
 
-def find_manifests(runs: Path) -> list[Path]:
-    """Every run's manifest.json under ``runs`` (Atari tasks hold a '/', so runs sit one level deeper than
-    analysis.io.find_run_dirs looks)."""
-    if not runs.is_dir():
-        raise RunDataError(f"runs directory does not exist: {runs}")
-    found = sorted(runs.rglob("manifest.json"))
-    if not found:
-        raise RunDataError(f"no run (manifest.json) under {runs}")
-    return found
-
-
-def paper_protocol(reference_dir: Path) -> dict:
-    """The paper's Atari budget from ppo2017_hyperparameters.csv, falling back to analysis.atari.PAPER."""
-    path = reference_dir / "ppo2017_hyperparameters.csv"
-    if not path.is_file():
-        return dict(PAPER)
-    table = pd.read_csv(path, dtype=str, keep_default_na=False)
-    values = dict(zip(table.loc[table["domain"] == "atari", "name"], table.loc[table["domain"] == "atari", "value"]))
-    names = {"frames": "game_frames", "steps": "timesteps", "seeds": "seeds_per_game", "games": "num_games"}
-    out = dict(PAPER)
-    for key, name in names.items():
-        try:
-            out[key] = int(float(values[name]))
-        except (KeyError, ValueError):
-            pass
-    return out
-
-
 def notes_for(manifests: pd.DataFrame, scores: pd.DataFrame, budget: str, extra: Sequence[str]) -> list[str]:
     """The budget line, then differences from the paper read from the runs."""
     notes = [budget, *[n for n in extra if n not in budget]]
@@ -162,9 +134,8 @@ def notes_for(manifests: pd.DataFrame, scores: pd.DataFrame, budget: str, extra:
 
 def run_report(args: argparse.Namespace) -> dict[str, Path]:
     """Compute every table and the figure and write them; returns the written paths."""
-    manifest_files = args.manifests if args.manifests is not None else find_manifests(args.runs)
-    episodes, updates, manifests = load_study(args.runs, [m.parent for m in manifest_files],
-                                              update_columns=UPDATE_COLUMNS)
+    run_dirs = None if args.manifests is None else [m.parent for m in args.manifests]
+    episodes, updates, manifests = load_study(args.runs, run_dirs, update_columns=UPDATE_COLUMNS)
     manifests = attach_env_protocol(check_runs(manifests))
     ref = args.reference_dir
     paper6 = load_table6(ref / "ppo2017_table6_atari.csv")

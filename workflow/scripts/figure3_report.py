@@ -31,7 +31,6 @@ from pathlib import Path
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from analysis.figure3 import (  # noqa: E402
     ALGORITHMS,
@@ -47,12 +46,12 @@ from analysis.figure3 import (  # noqa: E402
     run_algorithms,
     throughput,
 )
-from analysis.io import RunDataError, load_random, load_study  # noqa: E402
+from analysis.io import ReportError, RunDataError, check_random, load_random, load_study  # noqa: E402
 from analysis.references import load_references  # noqa: E402
 from analysis.report_tables import write_table  # noqa: E402
 from analysis.scores import final_scores  # noqa: E402
 from analysis.table1 import normalize_scores  # noqa: E402
-from table1_report import ReportError, _paper_protocol, check_random, difference_notes  # noqa: E402
+from analysis.protocol import difference_notes, paper_values  # noqa: E402
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -128,7 +127,7 @@ def run_report(args: argparse.Namespace) -> dict[str, Path]:
     if scores.empty:
         raise ReportError(f"no run under {args.runs} has a finished episode")
     references = load_references(args.reference_dir / "mujoco_reference_scores.csv")
-    paper = _paper_protocol(args.reference_dir)
+    paper = paper_values(args.reference_dir, "mujoco")
     paper_steps = float(paper["total_timesteps"]) if paper.get("total_timesteps") else PAPER_STEPS
     budget = budget_line(manifests, args.budget_note, paper_steps, paper.get("seeds_per_env", "?"))
     notes = difference_notes(manifests, scores, args.random, args.reference_dir, args.window, args.budget_note)

@@ -3,13 +3,14 @@
 
 Usage (from the repository root, or from a Snakemake ``shell:`` rule):
 
-    python workflow/scripts/table1_report.py --runs results/<study>/runs \
+    python workflow/scripts/table1_report.py --runs results/<study>/<scale>/runs \
         --random results/random/Hopper-v5.parquet results/random/Walker2d-v5.parquet \
-        --reference-dir reference --out-dir results/<study>/report \
+        --reference-dir reference --out-dir results/<study>/<scale>/report \
         --budget-note "50k steps per run instead of 1M"
 
 Writes table1.csv, table1.md, table1_per_task.csv, per_task_<variant>.csv/.md,
-curves_steps.png, curves_walltime.png and rank_agreement.json into --out-dir, and the
+curves_steps.png, curves_walltime.png, rank_agreement.json and sb3_comparison.csv/.md (the
+anchor beside published/sb3_reference, with --sb3-dir) into --out-dir (ppo/reports.py declares them), and the
 aggregate statistics of Agarwal et al. 2021 on the same normalised scores:
 aggregates.csv/.md (IQM, median, mean, optimality gap per variant),
 probability_of_improvement.csv/.md (each variant vs the --variant anchor),
@@ -46,9 +47,9 @@ from analysis.curves import (  # noqa: E402
     plot_sample_efficiency,
     sample_efficiency,
 )
-from analysis.io import RunDataError, load_random, load_study  # noqa: E402
+from analysis.io import ReportError, RunDataError, check_random, load_random, load_study  # noqa: E402
+from analysis.protocol import difference_notes  # noqa: E402
 from analysis.references import (  # noqa: E402
-    format_steps,
     load_references,
     load_sb3_scores,
     per_task_reference,
@@ -67,14 +68,10 @@ from analysis.table1 import (  # noqa: E402
 )
 
 
-class ReportError(ValueError):
-    """Inputs that cannot produce a meaningful report."""
-
-
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options; see the module docstring for an example."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--runs", required=True, type=Path, help="results/<study>/runs")
+    p.add_argument("--runs", required=True, type=Path, help="results/<study>/<scale>/runs")
     p.add_argument("--manifests", nargs="+", type=Path, default=None,
                    help="only these runs (their manifest.json files); default: every run under --runs")
     p.add_argument("--random", required=True, nargs="+", type=Path, help="results/random/<task>.parquet files")
@@ -91,80 +88,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--curve-points", type=int, default=100)
     p.add_argument("--curve-smooth", type=int, default=10, help="episodes averaged per curve point")
     return p.parse_args(argv)
-
-
-def check_random(tasks: Sequence[str], random_scores: pd.Series, files: Sequence[Path]) -> None:
-    """Every task of the study needs a random score, or normalisation is impossible."""
-    missing = sorted(set(tasks) - set(random_scores.index))
-    if missing:
-        raise ReportError(
-            f"no random score for task(s) {missing}: expected results/random/<task>.parquet "
-            f"among --random files {[str(f) for f in files]}"
-        )
-
-
-def _paper_protocol(reference_dir: Path) -> dict[str, str]:
-    """MuJoCo protocol values from ppo2017_hyperparameters.csv, if the file is there."""
-    path = reference_dir / "ppo2017_hyperparameters.csv"
-    if not path.is_file():
-        return {}
-    table = pd.read_csv(path, dtype=str, keep_default_na=False)
-    rows = table[table["domain"] == "mujoco"]
-    return dict(zip(rows["name"], rows["value"]))
-
-
-def difference_notes(
-    manifests: pd.DataFrame,
-    scores: pd.DataFrame,
-    random_files: Sequence[Path],
-    reference_dir: Path,
-    window: int,
-    extra: Sequence[str],
-) -> list[str]:
-    """Differences from the paper's Sec 6.1 protocol, read from the runs themselves."""
-    paper = _paper_protocol(reference_dir)
-    notes = []
-    steps = sorted(manifests["total_steps"].dropna().astype(int).unique()) if "total_steps" in manifests else []
-    if steps:
-        ours = ", ".join(format_steps(s) for s in steps)
-        theirs = format_steps(float(paper["total_timesteps"])) if paper.get("total_timesteps") else "?"
-        same = " (same as the paper)" if ours == theirs else f" (paper: {theirs})"
-        notes.append(f"Training budget: {ours} env steps per run{same}.")
-    if "env_version" in manifests:
-        versions = ", ".join(sorted(manifests["env_version"].astype(str).unique()))
-        paper_envs = paper.get("environments", "")
-        paper_versions = sorted({e.rsplit("-", 1)[-1] for e in paper_envs.split(";") if "-" in e})
-        notes.append(
-            f"Environments: Gymnasium MuJoCo {versions} (paper: Gym {', '.join(paper_versions) or '?'})."
-        )
-        if paper_envs:
-            paper_tasks = {e.rsplit("-", 1)[0] for e in paper_envs.split(";")}
-            our_tasks = {t.rsplit("-", 1)[0] for t in manifests["task"]}
-            if our_tasks != paper_tasks:
-                notes.append(
-                    f"Tasks: {', '.join(sorted(our_tasks))} "
-                    f"(paper: {', '.join(sorted(paper_tasks))})."
-                )
-    seeds = manifests.groupby(["task", "variant"])["seed"].nunique()
-    seed_text = f"{seeds.min()}" if seeds.min() == seeds.max() else f"{seeds.min()}-{seeds.max()}"
-    notes.append(f"Seeds per task and setting: {seed_text} (paper: {paper.get('seeds_per_env', '?')}).")
-    notes.append(
-        f"Score: mean return of each run's last {window} training episodes, as in the paper; "
-        "diverged runs are scored on the episodes they finished before diverging."
-    )
-    notes.append(
-        "Normalisation: random score = mean return of our own random-policy episodes "
-        f"({', '.join(p.name for p in random_files)}); best = our best setting per task "
-        "(the paper publishes neither)."
-    )
-    notes.append("CI: 95% percentile bootstrap over runs, stratified by task (Agarwal et al. 2021).")
-    n_diverged = int((manifests["status"] == "diverged").sum())
-    if n_diverged:
-        notes.append(f"{n_diverged} of {len(manifests)} runs diverged.")
-    unscored = sorted(set(manifests["run_id"]) - set(scores["run_id"]))
-    if unscored:
-        notes.append(f"Runs with no finished episode, left out: {', '.join(unscored)}.")
-    return notes + list(extra)
 
 
 def _json_number(value: float) -> float | None:

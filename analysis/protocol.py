@@ -1,0 +1,94 @@
+"""The paper's protocol beside ours: the budget line every report prints, and the MuJoCo reports' notes on
+how our runs differ from the paper (Table 1 and Figure 3 share them)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.references import format_steps
+
+
+def paper_values(reference_dir: Path, domain: str) -> dict[str, str]:
+    """name -> value of the ``domain`` rows ("mujoco", "atari") of ppo2017_hyperparameters.csv; {} without it."""
+    path = Path(reference_dir) / "ppo2017_hyperparameters.csv"
+    if not path.is_file():
+        return {}
+    table = pd.read_csv(path, dtype=str, keep_default_na=False)
+    rows = table[table["domain"] == domain]
+    return dict(zip(rows["name"], rows["value"]))
+
+
+def seed_range(manifests: pd.DataFrame, by: Sequence[str]) -> str:
+    """Seeds per ``by`` group: ``3``, or ``2-3`` when groups differ."""
+    seeds = manifests.groupby(list(by))["seed"].nunique()
+    return f"{seeds.min()}" if seeds.min() == seeds.max() else f"{seeds.min()}-{seeds.max()}"
+
+
+def is_reduced(manifests: pd.DataFrame, budgets: pd.Series, paper_budget: float) -> bool:
+    """True when any run says ``reduced`` or its budget (``budgets``, one per run) is below the paper's."""
+    flagged = "reduced" in manifests.columns and bool(manifests["reduced"].fillna(False).astype(bool).any())
+    return flagged or bool((budgets.dropna() < paper_budget).any())
+
+
+def budget_line(notes: Sequence[str], describe: Callable[[], str], reduced: bool) -> str:
+    """The budget printed on every output: the given notes, else ``describe()`` (read from the runs). A
+    reduced study's line always starts with ``REDUCED BUDGET`` unless it says so already."""
+    line = " | ".join(" ".join(str(n).split()) for n in notes) if notes else describe()
+    if reduced and "reduced" not in line.lower():
+        line = f"REDUCED BUDGET: {line}"
+    return line
+
+
+def difference_notes(
+    manifests: pd.DataFrame,
+    scores: pd.DataFrame,
+    random_files: Sequence[Path],
+    reference_dir: Path,
+    window: int,
+    extra: Sequence[str],
+) -> list[str]:
+    """Differences from the paper's Sec 6.1 protocol, read from the runs themselves."""
+    paper = paper_values(reference_dir, "mujoco")
+    notes = []
+    steps = sorted(manifests["total_steps"].dropna().astype(int).unique()) if "total_steps" in manifests else []
+    if steps:
+        ours = ", ".join(format_steps(s) for s in steps)
+        theirs = format_steps(float(paper["total_timesteps"])) if paper.get("total_timesteps") else "?"
+        same = " (same as the paper)" if ours == theirs else f" (paper: {theirs})"
+        notes.append(f"Training budget: {ours} env steps per run{same}.")
+    if "env_version" in manifests:
+        versions = ", ".join(sorted(manifests["env_version"].astype(str).unique()))
+        paper_envs = paper.get("environments", "")
+        paper_versions = sorted({e.rsplit("-", 1)[-1] for e in paper_envs.split(";") if "-" in e})
+        notes.append(
+            f"Environments: Gymnasium MuJoCo {versions} (paper: Gym {', '.join(paper_versions) or '?'})."
+        )
+        if paper_envs:
+            paper_tasks = {e.rsplit("-", 1)[0] for e in paper_envs.split(";")}
+            our_tasks = {t.rsplit("-", 1)[0] for t in manifests["task"]}
+            if our_tasks != paper_tasks:
+                notes.append(
+                    f"Tasks: {', '.join(sorted(our_tasks))} "
+                    f"(paper: {', '.join(sorted(paper_tasks))})."
+                )
+    notes.append(f"Seeds per task and setting: {seed_range(manifests, ['task', 'variant'])} (paper: {paper.get('seeds_per_env', '?')}).")
+    notes.append(
+        f"Score: mean return of each run's last {window} training episodes, as in the paper; "
+        "diverged runs are scored on the episodes they finished before diverging."
+    )
+    notes.append(
+        "Normalisation: random score = mean return of our own random-policy episodes "
+        f"({', '.join(p.name for p in random_files)}); best = our best setting per task "
+        "(the paper publishes neither)."
+    )
+    notes.append("CI: 95% percentile bootstrap over runs, stratified by task (Agarwal et al. 2021).")
+    n_diverged = int((manifests["status"] == "diverged").sum())
+    if n_diverged:
+        notes.append(f"{n_diverged} of {len(manifests)} runs diverged.")
+    unscored = sorted(set(manifests["run_id"]) - set(scores["run_id"]))
+    if unscored:
+        notes.append(f"Runs with no finished episode, left out: {', '.join(unscored)}.")
+    return notes + list(extra)

@@ -1,0 +1,51 @@
+"""The reports a study can ask for (its ``report`` field): adding one is one entry in REPORTS.
+
+workflow/rules/analysis.smk makes one rule per study from its report's entry; tests/analysis/test_reports.py
+checks that each script writes exactly the declared outputs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Report:
+    script: str  # under workflow/scripts/
+    outputs: tuple[tuple[str, str | None], ...]  # (file name, caption under workflow/report/ or None)
+    random_scores: bool = False  # --random: our random policy's scores are the zero point (MuJoCo)
+    anchor: bool = False  # --variant: the study's anchor variant gets its own table
+    sb3_reference: bool = False  # --sb3-dir: compared with the published Stable-Baselines3 runs
+
+    def files(self, anchor: str = "") -> list[tuple[str, str | None]]:
+        """(file name, caption) of every output; ``{anchor}`` in a name is the anchor variant's stem."""
+        stem = anchor.replace("_", "")
+        return [(name.format(anchor=stem), caption) for name, caption in self.outputs]
+
+
+REPORTS = {
+    "table1": Report(  # Table 1 beside the paper, with per-task and aggregate views
+        "table1_report.py",
+        (("table1.csv", "table1.rst"), ("table1.md", None), ("table1_per_task.csv", "table1_per_task.rst"),
+         ("per_task_{anchor}.csv", "per_task_reference.rst"), ("per_task_{anchor}.md", None),
+         ("curves_steps.png", "curves.rst"), ("curves_walltime.png", "curves_walltime.rst"),
+         ("rank_agreement.json", None), ("sb3_comparison.csv", "sb3_comparison.rst"), ("sb3_comparison.md", None),
+         ("aggregates.csv", "aggregates.rst"), ("aggregates.md", None),
+         ("probability_of_improvement.csv", "probability_of_improvement.rst"),
+         ("probability_of_improvement.md", None), ("performance_profile.png", "performance_profile.rst"),
+         ("sample_efficiency.png", "sample_efficiency.rst")),
+        random_scores=True, anchor=True, sb3_reference=True),
+    "figure3": Report(  # Figure 3 beside published references
+        "figure3_report.py",
+        (("figure3_curves.png", "figure3_curves.rst"), ("figure3_final_scores.csv", "figure3_final_scores.rst"),
+         ("figure3_final_scores.md", None), ("figure3_aggregate.csv", "figure3_aggregate.rst"),
+         ("figure3_aggregate.md", None), ("figure3_claim.csv", "figure3_claim.rst"), ("figure3_claim.md", None),
+         ("figure3_throughput.csv", "figure3_throughput.rst"), ("figure3_throughput.md", None)),
+        random_scores=True, anchor=True),
+    "atari": Report(  # Tables 6 and 2 with human-normalised aggregates
+        "atari_report.py",
+        (("atari_table6.csv", "atari_table6.rst"), ("atari_table6.md", None),
+         ("atari_table2.csv", "atari_table2.rst"), ("atari_table2.md", None),
+         ("atari_aggregate.csv", "atari_aggregate.rst"), ("atari_aggregate.md", None),
+         ("atari_curves.png", "atari_curves.rst"), ("atari_references.csv", "atari_references.rst"),
+         ("atari_references.md", None))),
+}
