@@ -6,6 +6,7 @@
         --out results/benchmarks/throughput_table1.csv
     python benchmarks/throughput.py --task Hopper-v5 --groups 3 --variants clip_0.2 a2c trpo cem
     python benchmarks/throughput.py --task ALE/Breakout-v5 --groups 1 --steps 8192 --variants atari_ppo atari_a2c
+    python benchmarks/throughput.py --task ALE/Breakout-v5 --groups 1 --steps 8192 --variants atari_ppo --sb3
 
 For each task it measures, each `--repeats` times interleaved (median reported):
   raw      gymnasium env stepped with presampled random actions (same construction as training; for an
@@ -19,7 +20,8 @@ For each task it measures, each `--repeats` times interleaved (median reported):
   ours-N   PPO paper preset, a group of N runs in one process, each run `--steps` env steps
            (with --variants: each variant file's algorithm and settings, e.g. `trpo-N`, side by side):
            over the whole call, and in its last iteration (steady) with that iteration's rollout share
-  sb3      Stable-Baselines3 PPO with the paper's hyperparameters (optional: pip install '.[bench]')
+  sb3      Stable-Baselines3 PPO with the paper's hyperparameters (optional: pip install '.[bench]'); for an
+           Atari task its CnnPolicy at Table 5's settings (benchmarks/atari_sb3_reference.py)
 Each measure on one core (torch threads = 1); `--jobs 2` measures two tasks at once, one per core.
 Steps/s counts environment steps taken, summed over the group's runs. Ratios: ours/raw (how close training
 gets to pure simulation), ours/batched-N (the same simulator without learning), ours/sb3. A summary per task
@@ -183,6 +185,9 @@ def ours_steps_per_second(task: str, n_runs: int, steps: int, variant: str | Non
 
 
 def sb3_steps_per_second(task: str, steps: int) -> float:
+    if is_atari(task):  # SB3's own Atari stack at Table 5's settings (benchmarks/atari_sb3_reference.py)
+        from atari_sb3_reference import train_sb3
+        return train_sb3(task.removeprefix("ALE/").removesuffix("-v5"), steps, 0)[1]
     from stable_baselines3 import PPO  # optional dependency
 
     env = gym.make(task)
