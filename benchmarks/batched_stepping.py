@@ -16,51 +16,24 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 from pathlib import Path
 
-import gymnasium as gym
-import mujoco
-import numpy as np
 import pandas as pd
 
 from ppo.envs import LockstepEnvs
 from ppo.mujoco_batch import BatchedMujocoEnvs
-from throughput import show_and_save, timed_steps  # benchmarks/throughput.py
-
-
-def random_actions(task: str, n: int, steps: int) -> np.ndarray:
-    space = gym.make(task, disable_env_checker=True).action_space
-    low, high = space.low.astype(np.float64), space.high.astype(np.float64)
-    return np.random.default_rng(0).uniform(low, high, size=(max(1, steps // n), n, space.shape[0]))
-
-
-def floor_steps_per_second(task: str, actions: np.ndarray) -> float:
-    """What MuJoCo alone costs for the group: set the controls, step frame_skip times."""
-    env = gym.make(task, disable_env_checker=True).unwrapped
-    model, skip = env.model, env.frame_skip
-    datas = [mujoco.MjData(model) for _ in range(actions.shape[1])]
-    for data in datas:
-        mujoco.mj_resetData(model, data)
-        mujoco.mj_forward(model, data)
-    ctrls = [data.ctrl for data in datas]
-    start = time.perf_counter()
-    for row in actions:
-        for ctrl, data, a in zip(ctrls, datas, row):
-            ctrl[:] = a
-            mujoco.mj_step(model, data, nstep=skip)
-    return actions.shape[0] * actions.shape[1] / (time.perf_counter() - start)
+from throughput import group_actions, mj_step_steps_per_second, show_and_save, timed_steps  # benchmarks/throughput.py
 
 
 WAYS = {
     "lockstep": lambda task, actions: timed_steps(LockstepEnvs(task, list(range(actions.shape[1]))), actions),
     "batched": lambda task, actions: timed_steps(BatchedMujocoEnvs(task, list(range(actions.shape[1]))), actions),
-    "floor": floor_steps_per_second,
+    "floor": mj_step_steps_per_second,
 }
 
 
 def measure_task(task: str, n: int, steps: int, repeats: int) -> list[dict]:
-    actions = random_actions(task, n, steps)
+    actions = group_actions(task, n, steps)
     samples = {name: [] for name in WAYS}
     for _ in range(repeats):
         for name, way in WAYS.items():

@@ -6,18 +6,26 @@
         --out results/benchmarks/throughput_table1.csv
     python benchmarks/throughput.py --task Hopper-v5 --groups 3 --variants clip_0.2 a2c trpo cem
     python benchmarks/throughput.py --task ALE/Breakout-v5 --groups 1 --steps 8192 --variants atari_ppo atari_a2c
+    python benchmarks/throughput.py --task ALE/Breakout-v5 --groups 1 --steps 8192 --variants atari_ppo --sb3
 
 For each task it measures, each `--repeats` times interleaved (median reported):
   raw      gymnasium env stepped with presampled random actions (same construction as training; for an
            Atari task the 8 environments of ppo.atari.AtariLockstepEnvs under the paper2017 protocol)
-  raw-N    the N lock-step environments of a group (ppo.envs.LockstepEnvs), random actions (MuJoCo)
+  lockstep-N  the N lock-step gymnasium environments of a group (ppo.envs.LockstepEnvs), random actions
+  batched-N   the same N environments as training steps them (ppo.mujoco_batch.BatchedMujocoEnvs: gymnasium's
+              results bit for bit), random actions (MuJoCo v5 tasks)
+  floor-N     what no implementation of this training can beat: MuJoCo's own mj_step for the group (no
+              observation, reward or reset) plus the update's arithmetic (its FLOPs, update_flops) at the
+              matmul rate measured on this core with the update's own shapes
   ours-N   PPO paper preset, a group of N runs in one process, each run `--steps` env steps
            (with --variants: each variant file's algorithm and settings, e.g. `trpo-N`, side by side):
            over the whole call, and in its last iteration (steady) with that iteration's rollout share
-  sb3      Stable-Baselines3 PPO with the paper's hyperparameters (optional: pip install '.[bench]')
+  sb3      Stable-Baselines3 PPO with the paper's hyperparameters (optional: pip install '.[bench]'); for an
+           Atari task its CnnPolicy at Table 5's settings (benchmarks/atari_sb3_reference.py)
 Each measure on one core (torch threads = 1); `--jobs 2` measures two tasks at once, one per core.
 Steps/s counts environment steps taken, summed over the group's runs. Ratios: ours/raw (how close training
-gets to pure simulation), ours/raw-N, ours/sb3. With all seven MuJoCo tasks it projects the paper-scale
+gets to pure simulation), ours/batched-N (the same simulator without learning), ours/sb3. A summary per task
+follows the full table. With all seven MuJoCo tasks it projects the paper-scale
 Table 1 grid (or, with --variants, one job per task and variant as Figure 3 runs) on 2 cores.
 """
 from __future__ import annotations
@@ -35,6 +43,7 @@ import torch
 from ppo.atari import AtariLockstepEnvs, is_atari, load_protocol
 from ppo.config import build_config, load_preset, load_variant
 from ppo.envs import LockstepEnvs
+from ppo.mujoco_batch import BatchedMujocoEnvs, supported
 from ppo.train import RunSpec, train_group
 
 
@@ -54,12 +63,77 @@ def raw_steps_per_second(task: str, steps: int) -> float:
     return steps / (time.perf_counter() - start)
 
 
-def raw_group_steps_per_second(task: str, n_envs: int, steps: int) -> float:
-    """The lock-step environments of a group of ``n_envs`` runs (ppo.envs.LockstepEnvs, what training
-    steps), random actions: what stepping many simulators in one process costs before any learning."""
-    envs = LockstepEnvs(task, list(range(n_envs)))
-    rng = np.random.default_rng(0)
-    return timed_steps(envs, rng.uniform(envs.low, envs.high, size=(max(1, steps // n_envs), n_envs, envs.act_dim)))
+def raw_group_steps_per_second(task: str, n_envs: int, steps: int, batched: bool = False) -> float:
+    """The environments of a group of ``n_envs`` runs with random actions: gymnasium's lock-step loop
+    (ppo.envs.LockstepEnvs) or, with ``batched``, the batched path training steps (BatchedMujocoEnvs)."""
+    envs = (BatchedMujocoEnvs if batched else LockstepEnvs)(task, list(range(n_envs)))
+    return timed_steps(envs, group_actions(task, n_envs, steps))
+
+
+def group_actions(task: str, n_envs: int, steps: int) -> np.ndarray:
+    """Uniform random actions [steps // n_envs, n_envs, act_dim], the same for every measure of a task."""
+    space = gym.make(task, disable_env_checker=True).action_space
+    low, high = space.low.astype(np.float64), space.high.astype(np.float64)
+    return np.random.default_rng(0).uniform(low, high, size=(max(1, steps // n_envs), n_envs, space.shape[0]))
+
+
+def mj_step_steps_per_second(task: str, actions: np.ndarray) -> float:
+    """MuJoCo alone for a group: set the controls, mj_step(nstep=frame_skip) on each of N MjData; no
+    observation, reward, time limit or reset (a fallen Hopper stays down), so not the same states."""
+    import mujoco
+
+    env = gym.make(task, disable_env_checker=True).unwrapped
+    model, skip = env.model, env.frame_skip
+    datas = [mujoco.MjData(model) for _ in range(actions.shape[1])]
+    for data in datas:
+        mujoco.mj_resetData(model, data)
+        mujoco.mj_forward(model, data)
+    ctrls = [data.ctrl for data in datas]
+    start = time.perf_counter()
+    for row in actions:
+        for ctrl, data, a in zip(ctrls, datas, row):
+            ctrl[:] = a
+            mujoco.mj_step(model, data, nstep=skip)
+    return actions.shape[0] * actions.shape[1] / (time.perf_counter() - start)
+
+
+def update_flops(obs_dim: int, act_dim: int, cfg) -> float:
+    """Multiply-adds ×2 of one PPO update per environment step: ``epochs`` forward and backward passes of
+    the policy and value MLPs over the batch, plus π_old and the final KL (two policy forwards). Backward
+    costs twice a forward (input and weight gradients) less the first layer's input gradient."""
+    def forward_and_train(sizes):
+        forward = 2 * sum(a * b for a, b in zip(sizes[:-1], sizes[1:]))
+        return forward, 3 * forward - 2 * sizes[0] * sizes[1]
+    pol_fwd, pol_train = forward_and_train([obs_dim, *cfg.hidden_sizes, act_dim])
+    _, val_train = forward_and_train([obs_dim, *cfg.hidden_sizes, 1])
+    return cfg.epochs * (pol_train + val_train) + 2 * pol_fwd
+
+
+def matmul_flops_per_second(runs: int, cfg, repeats: int = 5) -> float:
+    """Best of ``repeats`` rates of the update's largest product, [runs, minibatch, h] @ [runs, h, h]."""
+    h, m = cfg.hidden_sizes[-1], cfg.minibatch_size
+    a, b = torch.randn(runs, m, h), torch.randn(runs, h, h)
+    calls, best = 50, 0.0
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(calls):
+            torch.bmm(a, b)
+        best = max(best, calls * 2 * runs * m * h * h / (time.perf_counter() - start))
+    return best
+
+
+def floor_steps_per_second(task: str, n_envs: int, steps: int) -> dict:
+    """MuJoCo's physics for the group plus the update's arithmetic at the measured matmul rate."""
+    cfg = paper_config(2048)
+    actions = group_actions(task, n_envs, steps)
+    sim = 1 / mj_step_steps_per_second(task, actions)
+    rate = matmul_flops_per_second(n_envs, cfg)
+    learn = update_flops(obs_dim(task), actions.shape[2], cfg) / rate
+    return {"sps": 1 / (sim + learn), "gflops": rate / 1e9, "update_share": learn / (sim + learn)}
+
+
+def obs_dim(task: str) -> int:
+    return gym.make(task, disable_env_checker=True).observation_space.shape[0]
 
 
 def timed_steps(envs, actions: np.ndarray) -> float:
@@ -111,6 +185,9 @@ def ours_steps_per_second(task: str, n_runs: int, steps: int, variant: str | Non
 
 
 def sb3_steps_per_second(task: str, steps: int) -> float:
+    if is_atari(task):  # SB3's own Atari stack at Table 5's settings (benchmarks/atari_sb3_reference.py)
+        from atari_sb3_reference import train_sb3
+        return train_sb3(task.removeprefix("ALE/").removesuffix("-v5"), steps, 0)[1]
     from stable_baselines3 import PPO  # optional dependency
 
     env = gym.make(task)
@@ -132,7 +209,10 @@ def measure_task(task: str, groups: list[int], steps: int, repeats: int, variant
     measures = {"raw": lambda: {"sps": raw_steps_per_second(task, raw_steps)}}
     for n in groups:
         if n > 1 and not is_atari(task):
-            measures[f"raw-{n}"] = lambda n=n: {"sps": raw_group_steps_per_second(task, n, raw_steps)}
+            measures[f"lockstep-{n}"] = lambda n=n: {"sps": raw_group_steps_per_second(task, n, raw_steps)}
+            if supported(task):  # what training steps, and the floor under it
+                measures[f"batched-{n}"] = lambda n=n: {"sps": raw_group_steps_per_second(task, n, raw_steps, True)}
+                measures[f"floor-{n}"] = lambda n=n: floor_steps_per_second(task, n, raw_steps)
         for variant in variants or [None]:
             measures[f"{variant or 'ours'}-{n}"] = lambda n=n, v=variant: ours_steps_per_second(task, n, steps, v)
     if sb3:
@@ -151,7 +231,9 @@ def measure_task(task: str, groups: list[int], steps: int, repeats: int, variant
         sps = [v["sps"] for v in values]
         med = statistics.median(sps)
         group = int(name.rsplit("-", 1)[1]) if "-" in name else 1
-        raw_group = median(f"raw-{group}") if group > 1 else raw
+        # the group's simulator as training steps it: batched where the task has that path
+        raw_group = raw if group == 1 else median(f"batched-{group}") if f"batched-{group}" in samples \
+            else median(f"lockstep-{group}")
         rows.append({
             "task": task, "measure": name, "runs": group, "steps_per_s": round(med),
             "min": round(min(sps)), "max": round(max(sps)), "repeats": len(values),
@@ -161,6 +243,7 @@ def measure_task(task: str, groups: list[int], steps: int, repeats: int, variant
             "steady_vs_raw": round(median(name, "steady_sps") / raw, 3) if "steady_sps" in values[0] else None,
             "steady_vs_raw_group": round(median(name, "steady_sps") / raw_group, 3) if "steady_sps" in values[0] else None,
             "ratio_vs_sb3": round(med / ref, 2) if ref == ref else None,
+            "matmul_gflops": round(median(name, "gflops"), 1) if "gflops" in values[0] else None,
             "torch_threads": 1,
         })
     return rows
@@ -177,6 +260,28 @@ def projected_grid_hours(table: pd.DataFrame, runs: int, steps: int, cores: int,
     for s in seconds:
         load[load.index(min(load))] += s
     return max(load) / 3600
+
+
+TABLE1_TASKS = ("Hopper-v5", "Walker2d-v5", "InvertedDoublePendulum-v5", "Swimmer-v5", "HalfCheetah-v5",
+                "Reacher-v5", "InvertedPendulum-v5")
+# Issue 20's bar for a group's steady-state training rate, as a fraction of one plain gymnasium env's
+STEADY_GOAL = {"Hopper-v5": 1.0, "Walker2d-v5": 1.0}
+
+
+def summary(table: pd.DataFrame, n: int) -> pd.DataFrame:
+    """One row per task: the rates that matter side by side (steps/s) and the ratios to one raw env."""
+    rows = []
+    for task, t in table.groupby("task", sort=False):
+        by = t.set_index("measure")
+        get = lambda m, c="steps_per_s": by.loc[m, c] if m in by.index else np.nan  # noqa: E731
+        steady, raw = get(f"ours-{n}", "steady_steps_per_s"), get("raw")
+        goal = STEADY_GOAL.get(task, 0.6)
+        rows.append({"task": task, "raw": get("raw"), f"lockstep-{n}": get(f"lockstep-{n}"),
+                     f"batched-{n}": get(f"batched-{n}"), f"floor-{n}": get(f"floor-{n}"), "ours-1": get("ours-1"),
+                     f"ours-{n}": get(f"ours-{n}"), f"ours-{n} steady": steady, "sb3": get("sb3"),
+                     "steady/raw": round(steady / raw, 2), "goal": goal, "met": bool(steady / raw >= goal),
+                     "steady/floor": round(steady / get(f"floor-{n}"), 2), f"ours-{n}/sb3": get(f"ours-{n}", "ratio_vs_sb3")})
+    return pd.DataFrame(rows)
 
 
 def show_and_save(table: pd.DataFrame, out: Path | None) -> None:
@@ -212,17 +317,25 @@ def main(argv=None) -> int:
     table["jobs_at_once"] = args.jobs
     show_and_save(table, args.out)
 
-    table1_tasks = {"HalfCheetah-v5", "Hopper-v5", "InvertedDoublePendulum-v5", "InvertedPendulum-v5",
-                    "Reacher-v5", "Swimmer-v5", "Walker2d-v5"}
+    table1_tasks = set(TABLE1_TASKS)
+    if not args.variants and any(n > 1 for n in args.groups) and not any(map(is_atari, args.tasks)):
+        n = max(args.groups)
+        print(f"\nSummary, steps/s (group of {n}; goal: steady/raw, issue 20):")
+        print(summary(table, n).to_string(index=False))
     if table1_tasks <= set(args.tasks) and 33 in args.groups and not args.variants:
         print("\nTable 1 at paper scale (7 jobs of 33 runs × 1M steps, longest first on 2 cores), projected "
               "from the rates above:")
+        hours = {}
         for label, measure, column in [("simulator alone (raw, 1 env)", "raw", "steps_per_s"),
-                                       ("simulator alone (raw-33: the group's 33 envs)", "raw-33", "steps_per_s"),
+                                       ("gymnasium's loop, 33 envs (lockstep-33)", "lockstep-33", "steps_per_s"),
+                                       ("batched simulator, 33 envs (batched-33)", "batched-33", "steps_per_s"),
+                                       ("floor: mj_step + update FLOPs (floor-33)", "floor-33", "steps_per_s"),
                                        ("training, steady state (last iteration)", "ours-33", "steady_steps_per_s"),
                                        ("training, whole benchmark run (set-up included)", "ours-33", "steps_per_s")]:
-            hours = projected_grid_hours(table[table.task.isin(table1_tasks)], 33, 1_000_000, 2, measure, column)
-            print(f"  {label:52s} {hours:5.2f} h")
+            hours[label] = projected_grid_hours(table[table.task.isin(table1_tasks)], 33, 1_000_000, 2, measure, column)
+            print(f"  {label:52s} {hours[label]:5.2f} h")
+        ratio = hours["training, steady state (last iteration)"] / hours["simulator alone (raw, 1 env)"]
+        print(f"  training (steady) / simulator alone (raw): {ratio:.2f} (goal: at most 1.15)")
     if table1_tasks <= set(args.tasks) and args.variants:
         for n in args.groups:
             hours = projected_grid_hours(table[table.task.isin(table1_tasks)], n, 1_000_000, 2,

@@ -73,9 +73,17 @@ class CNNActorCritic(nn.Module):
         # Channels-last memory makes the minibatch convolutions (oneDNN) 2x faster here, forward and backward
         # (measured: 143 vs 287 ms for 256 frames); for the rollout's few frames it costs more than it saves.
         # The 1/255 pixel scale is folded into the first layer's weights: one pass less over the frames.
-        x = obs.transpose(0, 1).reshape(B, -1, *obs.shape[3:]).float()
+        C, H, W = obs.shape[2:]
         if B >= 64:
-            x = x.contiguous(memory_format=torch.channels_last)
+            # [B, H, W, G, C] memory. Where the frames are stored channels-last (PPO's update keeps them so)
+            # it is a view for one run; for several, whole pixels move: 4 stacked uint8 channels as one
+            # int32, 10x faster than moving bytes. The float conversion is then the one pass left.
+            pixels = obs.permute(1, 3, 4, 0, 2)
+            if C % 4 == 0 and pixels.stride(-1) == 1 and not pixels.is_contiguous():
+                pixels = pixels.view(torch.int32).contiguous().view(torch.uint8)
+            x = pixels.contiguous().view(B, H, W, G * C).float().permute(0, 3, 1, 2)
+        else:
+            x = obs.transpose(0, 1).reshape(B, -1, H, W).float()
         for i, stride in enumerate(self.strides):
             w = v[f"conv{i}.w"].reshape(-1, *v[f"conv{i}.w"].shape[2:])
             if i == 0:

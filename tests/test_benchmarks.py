@@ -25,14 +25,27 @@ def test_projection_schedules_longest_job_first_on_the_cores():
 
 def test_rows_name_each_measure_and_divide_by_the_right_simulator_rate():
     rows = pd.DataFrame(throughput.measure_task("InvertedPendulum-v5", [1, 2], 2048, 1, None, False))
-    assert list(rows.measure) == ["raw", "ours-1", "raw-2", "ours-2"]
+    assert list(rows.measure) == ["raw", "ours-1", "lockstep-2", "batched-2", "floor-2", "ours-2"]
     by = rows.set_index("measure")
     assert by.loc["raw", "ratio_vs_raw"] == 1.0
     assert by.loc["ours-2", "runs"] == 2
     # one iteration of 2048 steps per run: steady state is that iteration, over both runs' steps
     assert 0 < by.loc["ours-2", "rollout_share"] < 1
-    expected = by.loc["ours-2", "steady_steps_per_s"] / by.loc["raw-2", "steps_per_s"]
+    # the group's simulator is the batched path training steps, not gymnasium's loop
+    expected = by.loc["ours-2", "steady_steps_per_s"] / by.loc["batched-2", "steps_per_s"]
     assert by.loc["ours-2", "steady_vs_raw_group"] == pytest.approx(expected, abs=6e-4)  # rounded to 3 decimals
+    assert by.loc["floor-2", "matmul_gflops"] > 0
+    summary = throughput.summary(rows, 2).set_index("task").loc["InvertedPendulum-v5"]
+    assert summary["goal"] == 0.6 and summary["steady/raw"] == pytest.approx(by.loc["ours-2", "steady_vs_raw"], abs=0.01)
+
+
+def test_update_flops_count_the_paper_networks():
+    # Hopper (11 inputs, 3 actions), 64x64: forward 2·(11·64 + 64·64 + 64·3) = 9,984 FLOPs for the policy
+    cfg = throughput.paper_config(2048)
+    policy_fwd, value_fwd = 9_984, 2 * (11 * 64 + 64 * 64 + 64)
+    train = lambda fwd: 3 * fwd - 2 * 11 * 64  # noqa: E731  backward: no input gradient for the first layer
+    expected = cfg.epochs * (train(policy_fwd) + train(value_fwd)) + 2 * policy_fwd
+    assert throughput.update_flops(11, 3, cfg) == expected
 
 
 def test_projection_of_several_algorithms_counts_one_job_per_task_and_algorithm():

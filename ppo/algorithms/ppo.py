@@ -48,26 +48,37 @@ class PPO(ActorCriticAlgorithm):
         # ---- (1) rollout and advantages; the normalizer is updated with this batch first (as ppo1)
         batch = self.collect()
 
-        # ---- (2) π_old on the batch; per-sample data in one tensor, so a minibatch is a single gather
+        # ---- (2) π_old on the batch; per-sample data in one tensor, so a minibatch is a single gather.
+        # Atari frames [G, B, C, H, W] are stored channels-last once here ([G, B, H, W, C] memory, ``obs`` a
+        # view of it): the convolutions want that layout, and each minibatch then skips a transposing copy.
+        frames = batch.obs.dim() == 5
+        stored = batch.obs.permute(0, 1, 3, 4, 2).contiguous() if frames else batch.obs
+        obs = stored.permute(0, 1, 4, 2, 3) if frames else stored
         with torch.no_grad():
-            old_policy = agent.policy(batch.obs).frozen()
+            old_policy = agent.policy(obs).frozen()
             old_logp = old_policy.log_prob(batch.actions)
         packed = torch.cat([batch.actions, old_policy.params, batch.advantages[..., None],
                             batch.returns[..., None], old_logp[..., None]], -1)
         widths = [batch.actions.shape[-1], old_policy.params.shape[-1], 1, 1, 1]
+        # Rows of [G·B, ...]: a minibatch is then an index_select, half the cost of [rows, index] indexing
+        # (same elements copied, so the same bits).
+        obs_rows, packed_rows = stored.flatten(0, 1), packed.flatten(0, 1)
 
         # ---- (3) K epochs of minibatch updates of  −L^{CLIP/KLPEN}(θ) + c1·L^VF(θ) − c2·S  (Eq. 9; shared
         # parameters only for the Atari network, where c1 then weighs the value gradient against the policy's)
         stats = torch.zeros(6, G)  # policy loss, value loss, entropy, approx kl, clip fraction, surrogate
         n_minibatches = 0
-        rows = torch.arange(G).unsqueeze(1)
+        row_start = torch.arange(G).unsqueeze(1) * B  # run g's samples start at row g·B
         beta = self.beta.view(G, 1)
         for epoch in range(cfg.epochs):
             perm = torch.stack([torch.randperm(B, generator=g) for g in ctx.sample_gens])  # [G, B]
+            perm += row_start
             for lo in range(0, B, M):
-                index = perm[:, lo:lo + M]
-                x = batch.obs[rows, index]
-                act, params_old, adv, ret, logp_old = packed[rows, index].split(widths, -1)
+                index = perm[:, lo:lo + M].reshape(-1)
+                x = obs_rows.index_select(0, index).view(G, -1, *obs_rows.shape[1:])
+                x = x.permute(0, 1, 4, 2, 3) if frames else x
+                mb = packed_rows.index_select(0, index).view(G, -1, packed_rows.shape[-1])
+                act, params_old, adv, ret, logp_old = mb.split(widths, -1)
                 adv, ret, logp_old = adv.squeeze(-1), ret.squeeze(-1), logp_old.squeeze(-1)
                 if cfg.adv_norm == "minibatch":
                     adv = (adv - adv.mean(1, keepdim=True)) / (adv.std(1, keepdim=True) + 1e-8)
@@ -94,7 +105,7 @@ class PPO(ActorCriticAlgorithm):
 
         # ---- (4) full-batch KL of this update, and the β rule (runs without a KL target keep β)
         with torch.no_grad():
-            batch_kl = old_policy.kl(agent.policy(batch.obs)).mean(1)
+            batch_kl = old_policy.kl(agent.policy(obs)).mean(1)
         beta_used = self.beta
         self.beta = adapt_beta(self.beta, batch_kl, self.kl_target)
         clipfrac = torch.where(self.clip_eps.view(G).isfinite(), stats[4], torch.nan)
