@@ -1,7 +1,6 @@
 # Aggregation, per study: the deviations from the paper, the random-policy zero point (MuJoCo), then the
 # study's report, declared in ppo/reports.py (REPORTS: its script, outputs with captions, extra inputs).
 
-import shlex
 
 from ppo.reports import REPORTS
 
@@ -14,7 +13,7 @@ SB3_REFERENCE_FILES = sorted(str(p) for p in Path("published/sb3_reference").glo
 
 
 def report_options(rep, study):
-    """The script and the options only some reports take, shell-quoted. A rule's shell command is evaluated
+    """The script and the options only some reports take (the rule quotes each). A rule's shell command is evaluated
     again when its job runs, after this loop has moved on, so it can name nothing but the job's own values."""
     options = [f"workflow/scripts/{rep.script}", "--runs", runs_dir(study), "--manifests", *manifests(study)]
     if rep.random_scores:
@@ -25,7 +24,7 @@ def report_options(rep, study):
     options += ["--n-resamples", str(config["bootstrap"]["n_resamples"]), "--seed", str(config["bootstrap"]["seed"])]
     if rep.sb3_reference:
         options += ["--sb3-dir", "published/sb3_reference"]
-    return shlex.join(options)
+    return options
 
 
 for _study in STUDIES:
@@ -82,4 +81,4 @@ for _study in STUDIES:
         log:
             f"{log_dir(_study)}/{_study.report}_report.log",
         shell:
-            "python {params.command} > {log:q} 2>&1"
+            "python {params.command:q} > {log:q} 2>&1"
