@@ -15,6 +15,8 @@ class Report:
     random_scores: bool = False  # --random: our random policy's scores are the zero point (MuJoCo)
     anchor: bool = False  # --variant: the study's anchor variant gets its own table
     sb3_reference: bool = False  # --sb3-dir: compared with the published Stable-Baselines3 runs
+    headline: str = ""  # the output (a markdown table) the report's first page and ./repro's last screen show
+    headline_columns: tuple[str, ...] = ()  # the columns of it they show (all if empty)
 
     def files(self, anchor: str = "") -> list[tuple[str, str | None]]:
         """(file name, caption) of every output; ``{anchor}`` in a name is the anchor variant's stem."""
@@ -33,19 +35,22 @@ REPORTS = {
          ("probability_of_improvement.csv", "probability_of_improvement.rst"),
          ("probability_of_improvement.md", None), ("performance_profile.png", "performance_profile.rst"),
          ("sample_efficiency.png", "sample_efficiency.rst")),
-        random_scores=True, anchor=True, sb3_reference=True),
+        random_scores=True, anchor=True, sb3_reference=True, headline="table1.md",
+        headline_columns=("variant_label", "n_runs", "n_diverged", "ours", "ci_low", "ci_high", "published")),
     "figure3": Report(  # Figure 3 beside published references
         "figure3_report.py",
         (("figure3_curves.png", "figure3_curves.rst"), ("figure3_final_scores.csv", "figure3_final_scores.rst"),
          ("figure3_final_scores.md", None), ("figure3_aggregate.csv", "figure3_aggregate.rst"),
          ("figure3_aggregate.md", None), ("figure3_claim.csv", "figure3_claim.rst"), ("figure3_claim.md", None),
          ("figure3_throughput.csv", "figure3_throughput.rst"), ("figure3_throughput.md", None)),
-        random_scores=True, anchor=True),
+        random_scores=True, anchor=True, headline="figure3_aggregate.md",
+        headline_columns=("variant_label", "n_runs", "n_diverged", "iqm", "iqm_ci_low", "iqm_ci_high", "mean")),
     "atari": Report(  # Tables 6 and 2 with human-normalised aggregates
         "atari_report.py",
         (("atari_table6.csv", "atari_table6.rst"), ("atari_table6.md", None),
          ("atari_table2.csv", "atari_table2.rst"), ("atari_table2.md", None),
          ("atari_aggregate.csv", "atari_aggregate.rst"), ("atari_aggregate.md", None),
          ("atari_curves.png", "atari_curves.rst"), ("atari_references.csv", "atari_references.rst"),
-         ("atari_references.md", None))),
+         ("atari_references.md", None)), headline="atari_aggregate.md",
+        headline_columns=("source", "variant_label", "n_runs", "iqm", "iqm_ci_low", "iqm_ci_high", "median")),
 }

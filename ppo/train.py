@@ -140,7 +140,7 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
         iteration += 1
         ctx.log.recording = alive & budget_left()
         done = min(1.0, float(np.mean(np.minimum(ctx.log.steps, cfg.total_steps))) / cfg.total_steps)
-        if time.perf_counter() - last_log > 30 or iteration == 1 or done >= 1:  # a line per ~30 s at most
+        if time.perf_counter() - last_log > 10 or iteration == 1 or done >= 1:  # a line per ~10 s at most (the progress display reads it)
             last_log = time.perf_counter()
             elapsed = last_log - start
             log(f"iteration {iteration}  step {int(ctx.log.steps.min()):,}/{cfg.total_steps:,}  "

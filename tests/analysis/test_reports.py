@@ -50,3 +50,36 @@ def test_report_writes_exactly_its_declared_outputs(kind, tmp_path, make_run, ma
     assert written == sorted(name for name, _ in rep.files(anchor))
     for _, caption in rep.files(anchor):
         assert caption is None or (REPO / "workflow" / "report" / caption).is_file(), caption
+    # its headline (the report's first page, ./repro's last screen) is one of them, with the columns named
+    assert rep.headline in written
+    front_page = _script("front_page.py")
+    assert front_page.headline_table(out / rep.headline, list(rep.headline_columns)).count("\n") >= 2
+
+
+def _script(name: str):
+    spec = importlib.util.spec_from_file_location(name.removesuffix(".py"), REPO / "workflow" / "scripts" / name)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_front_page_shows_the_headline_and_the_published_paper_scale_runs(tmp_path):
+    headline = tmp_path / "table1.md"
+    headline.write_text("# Table 1\n\nnotes\n\n| variant | variant_label | ours | published |\n|---|---|---:|---:|\n"
+                        "| clip_0.2 | Clipping, ε = 0.2 | 0.81 | 0.82 |\n\nmore notes | not a table\n")
+    provenance = tmp_path / "provenance.csv"
+    provenance.write_text("key,value\nstudy,table1\nscale,reduced\nscale_label,REDUCED BUDGET: 60k steps\n"
+                          "runs_recorded,2\nruns_status,completed (2 runs)\nruns_training_seconds,125\n"
+                          "tasks,Hopper-v5\ncpu_count,2\ngit_commit,0123456789abcdef\n")
+    md, rst = tmp_path / "front.md", tmp_path / "front.rst"
+    argv = ["--study", str(provenance), str(headline), "variant_label,ours,published",
+            "--published", str(REPO / "published"), "--out-md", str(md), "--out-rst", str(rst)]
+    assert _script("front_page.py").main(argv) == 0
+    text = md.read_text()
+    assert "## table1 (reduced)" in text and "Training: 2:05" in text
+    assert "| variant_label | ours | published |\n| --- | ---: | ---: |\n| Clipping, ε = 0.2 | 0.81 | 0.82 |" \
+        in text.replace("|---|---:|---:|", "| --- | ---: | ---: |")
+    # Walker2d-v5's Table 1 is published complete (11 settings x 3 seeds): its row for ε = 0.2 is shown
+    walker = [line for line in text.splitlines() if line.startswith("| Clipping, ε = 0.2 |") and "," in line]
+    assert walker, text
+    assert "<table>" in rst.read_text() and ".. raw:: html" in rst.read_text()

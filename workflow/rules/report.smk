@@ -68,3 +68,34 @@ for _source in TABLE_SOURCES:
 
 
 REPORT_FILES += [f"{report_dir(s)}/provenance.csv" for s in STUDIES] + TABLE_VIEWS
+
+
+# The report's first page and ./repro's last screen: what ran, what it cost, each study's headline table,
+# and the project's published paper-scale runs beside them (workflow/scripts/front_page.py).
+def front_page_options():
+    options = []
+    for s in STUDIES:
+        rep = REPORTS[s.report]
+        options += ["--study", f"{report_dir(s)}/provenance.csv", f"{report_dir(s)}/{rep.headline}",
+                    ",".join(rep.headline_columns) or "all"]
+    return options
+
+
+rule front_page:
+    input:
+        [f"{report_dir(s)}/provenance.csv" for s in STUDIES],
+        [f"{report_dir(s)}/{REPORTS[s.report].headline}" for s in STUDIES],
+        [p for p in ["published/INDEX.csv"] if Path(p).exists()],  # none in a copy without published/
+    output:
+        "results/front_page.md",
+        "results/front_page.rst",
+    params:
+        options=front_page_options(),
+    log:
+        "logs/front_page.log",
+    shell:
+        "python workflow/scripts/front_page.py {params.options:q} --published published "
+        "--out-md {output[0]:q} --out-rst {output[1]:q} > {log:q} 2>&1"
+
+
+REPORT_FILES += ["results/front_page.md"]

@@ -55,6 +55,9 @@ def provenance(study, manifests: list[dict]) -> list[tuple[str, str]]:
         ("runs_planned", len(study.runs())),
         ("runs_recorded", len(manifests)),
         ("runs_status", _counted(m.get("status") for m in manifests)),
+        # A group's runs share one job, whose wall time each of its manifests records: count it once.
+        ("runs_training_seconds", round(sum({tuple(m.get("group") or [m.get("run_id")]): m.get("wall_seconds") or 0
+                                             for m in manifests}.values()), 1)),
         ("git_commit", git["commit"] or "unknown (not a git work tree)"),
         ("git_dirty", DIRTY[git["dirty"]]),
         ("runs_git_commit", _counted(_short(m.get("git", {}).get("commit")) for m in manifests)),

@@ -1,0 +1,172 @@
+#!/usr/bin/env python
+"""The report's first page, and what ``./repro`` prints at the end: what was run, at what scale, what it
+cost, each study's headline table, and the project's published paper-scale reproduction beside it.
+
+python workflow/scripts/front_page.py --study results/table1/reduced/report/provenance.csv \
+    results/table1/reduced/report/table1.md variant_label,ours,published --published published --out-md results/front_page.md \
+    --out-rst results/front_page.rst
+
+``--study`` (repeatable) names a study's provenance.csv (what ran, its budget, its runs' training time), its
+headline table (markdown, written by the study's report) and the columns of it to show. The published section summarises the
+paper-scale runs under ``--published`` (published/INDEX.csv and their episode records): the mean score of
+each setting on each task whose three seeds are all published, so a reader sees at once how far the
+user's reduced run is from the paper's budget.
+"""
+from __future__ import annotations
+
+import argparse
+import html
+import re
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from analysis.io import RunDataError, load_study  # noqa: E402
+from analysis.scores import final_scores  # noqa: E402
+from ppo.progress import clock  # noqa: E402
+from ppo.study import load_study as load_study_config  # noqa: E402
+
+PUBLISHED_STUDIES = ("table1", "figure3")
+
+
+def headline_table(path: Path, columns: list[str]) -> str:
+    """The first markdown table of a report file (its notes left out), keeping ``columns`` (all if empty)."""
+    rows = [line for line in path.read_text(encoding="utf-8").splitlines() if line.lstrip().startswith("|")]
+    if not rows:
+        raise ValueError(f"{path}: no table found")
+    end = next((i for i, line in enumerate(rows[1:], 1) if not line.strip()), len(rows))
+    cells = [[c.strip() for c in line.strip().strip("|").split("|")] for line in rows[:end]]
+    head = cells[0]
+    missing = [c for c in columns if c not in head]
+    if missing:
+        raise ValueError(f"{path}: headline columns {missing} not in its table ({head})")
+    keep = [head.index(c) for c in columns] if columns else list(range(len(head)))
+    return "\n".join("| " + " | ".join(row[i] if i < len(row) else "" for i in keep) + " |" for row in cells)
+
+
+def code_version(rows: dict) -> str:
+    commit = rows.get("git_commit", "")
+    if not re.fullmatch(r"[0-9a-f]{40}", commit):
+        return commit or "unknown"
+    return commit[:12] + (" with uncommitted changes" if rows.get("git_dirty", "").startswith("yes") else "")
+
+
+def study_section(provenance: Path, headline: Path, columns: list[str]) -> tuple[str, str, str]:
+    """(title, one-paragraph summary, headline markdown table) of one study."""
+    rows = dict(pd.read_csv(provenance, dtype=str, keep_default_na=False).itertuples(index=False))
+    seconds = float(rows.get("runs_training_seconds", "0") or 0)
+    summary = (f"{rows.get('scale_label', rows.get('scale', ''))}. {rows.get('runs_recorded', '?')} runs "
+               f"({rows.get('runs_status', '')}) on {rows.get('tasks', '')}. Training: {clock(seconds)} "
+               f"(h:mm:ss of training jobs, summed; {rows.get('cpu_count', '?')} cores here). "
+               f"Code: {code_version(rows)}.")
+    return (f"{rows.get('study', '?')} ({rows.get('scale', '?')})", summary, headline_table(headline, columns))
+
+
+def published_summary(published: Path) -> list[tuple[str, str, pd.DataFrame]]:
+    """Per published study: (title, note, table of mean final score by setting × task, complete cells only)."""
+    out = []
+    index_file = published / "INDEX.csv"
+    if not index_file.exists():
+        return out
+    index = pd.read_csv(index_file)
+    for study in PUBLISHED_STUDIES:
+        runs_dir = published / study / "paper" / "runs"
+        done = index[index["study"] == study]
+        if done.empty or not runs_dir.is_dir():
+            continue
+        episodes, _, manifests = load_study(runs_dir)
+        scores = final_scores(episodes)
+        cells = scores.groupby(["variant_label", "task"])["score"].agg(["mean", "size"]).reset_index()
+        complete = cells[cells["size"] >= 3]
+        if complete.empty:
+            continue
+        table = complete.pivot(index="variant_label", columns="task", values="mean").round(1)
+        order = [v.label for v in load_study_config(study, "paper").variants]  # the study's own row order
+        table = table.reindex([label for label in order if label in table.index]
+                              + [label for label in table.index if label not in order])
+        hours = manifests.drop_duplicates("group" if "group" in manifests else "run_id")["wall_seconds"].sum() / 3600
+        note = (f"{len(manifests)} runs published so far, 1M steps each, 3 seeds per cell; mean of the last 100 "
+                f"training episodes, averaged over seeds (cells with all 3 seeds only). Training: {hours:.1f} "
+                "core-hours. Records and provenance: published/INDEX.csv.")
+        out.append((study, note, table))
+    return out
+
+
+def markdown_table(table: pd.DataFrame) -> str:
+    head = "| setting | " + " | ".join(table.columns) + " |"
+    rule = "|---|" + "---:|" * len(table.columns)
+    body = ["| " + str(i) + " | " + " | ".join("" if pd.isna(v) else f"{v:,.1f}" for v in row) + " |"
+            for i, row in zip(table.index, table.to_numpy())]
+    return "\n".join([head, rule, *body])
+
+
+def markdown_to_html(md: str) -> str:
+    """A markdown pipe table (and the paragraphs around it) as HTML, for the report's first page."""
+    out, rows = [], []
+
+    def flush():
+        if rows:
+            cells = [[c.strip() for c in r.strip().strip("|").split("|")] for r in rows if not set(r) <= set("|-: ")]
+            head, body = cells[0], cells[1:]
+            out.append("<table><thead><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in head) + "</tr></thead><tbody>"
+                       + "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in body)
+                       + "</tbody></table>")
+            rows.clear()
+
+    for line in md.splitlines():
+        if line.lstrip().startswith("|"):
+            rows.append(line)
+        else:
+            flush()
+            text = line.strip()
+            if text.startswith("#"):
+                level = min(4, len(text) - len(text.lstrip("#")) + 1)  # the report's own title is <h1>
+                out.append(f"<h{level}>{html.escape(text.lstrip('#').strip())}</h{level}>")
+            elif text:
+                out.append(f"<p>{html.escape(text)}</p>")
+    flush()
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--study", nargs=3, action="append", default=[], metavar=("PROVENANCE", "HEADLINE", "COLUMNS"),
+                        help="COLUMNS: comma-separated headline columns to show, or 'all'")
+    parser.add_argument("--published", type=Path, default=Path("published"))
+    parser.add_argument("--out-md", type=Path, required=True)
+    parser.add_argument("--out-rst", type=Path, required=True)
+    args = parser.parse_args(argv)
+    try:
+        studies = [study_section(Path(p), Path(h), [] if cols == "all" else cols.split(",")) for p, h, cols in args.study]
+        published = published_summary(args.published)
+    except (OSError, RunDataError, ValueError, KeyError) as err:
+        print(f"front_page: error: {' '.join(str(err).split())}", file=sys.stderr)
+        return 1
+
+    md = ["# What this run gives", ""]
+    for title, summary, headline in studies:
+        md += [f"## {title}", "", summary, "", headline, ""]
+    md += ["# The paper at its own scale: the project's published runs", ""]
+    if not published:
+        md += ["No paper-scale runs are published yet.", ""]
+    for study, note, table in published:
+        md += [f"## {study} (paper scale)", "", note, "", markdown_table(table), ""]
+    args.out_md.parent.mkdir(parents=True, exist_ok=True)
+    args.out_md.write_text("\n".join(md), encoding="utf-8")
+
+    # The report's landing page (Snakemake renders it as reStructuredText; the tables go in as raw HTML).
+    rst = ["Reproduction of **Proximal Policy Optimization Algorithms** (Schulman et al. 2017, arXiv:1707.06347).",
+           "", ".. raw:: html", ""]
+    body = "\n".join(md[2:])  # without the top title, which the report shows itself
+    for line in markdown_to_html(body).splitlines():
+        rst.append("   " + line)
+    rst.append("")
+    args.out_rst.write_text("\n".join(rst), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
