@@ -3,7 +3,8 @@
 For a machine with many cores but no Snakemake (or no network): ``plan`` lists the pipeline's own
 training groups (the same packing as workflow/rules/common.smk, so a group's checkpoint has the same
 name on every machine); ``run`` trains them in parallel with ``python -m ppo.run``, the command the
-pipeline runs; the run folders and checkpoints come back as one archive that ``scripts/paper_grid.sh``
+pipeline runs, with the configuration digests it plans (a job whose runs no longer resolve to them is
+refused, as in the pipeline); the run folders and checkpoints come back as one archive that ``scripts/paper_grid.sh``
 publishes. A run's manifest records the machine it trained on.
 
     python -m ppo.batch plan --studies table1 figure3 --scale paper --group-size 3 --only figure3 > jobs.tsv
@@ -29,7 +30,8 @@ from .study import load_study, plan_groups
 
 
 def plan(studies: list[str], scale: str, group_size: int, only: list[str], results: Path) -> list[str]:
-    """One line per pending training group: study, then the group's output files (tab-separated)."""
+    """One line per pending training group: study, the digests the pipeline plans for its runs (JSON), then
+    the group's output files (tab-separated)."""
     loaded = [load_study(name, scale) for name in studies]
     speeds = yaml.safe_load((PROJECT_ROOT / "config" / "config.yaml").read_text())["sim_steps_per_second"]
     groups = [(s, g) for s, g in plan_groups(loaded, group_size, results, PROJECT_ROOT / "published")
@@ -39,7 +41,8 @@ def plan(studies: list[str], scale: str, group_size: int, only: list[str], resul
     lines = []
     for study, group in groups:
         outputs = [str(run_dir(results, study, run) / name) for run in group.runs for name in RUN_FILES]
-        lines.append("\t".join([study.name, *outputs]))
+        digests = json.dumps({r.run_id: r.config_digest for r in group.runs}, sort_keys=True)
+        lines.append("\t".join([study.name, digests, *outputs]))
     return lines
 
 
@@ -53,12 +56,13 @@ def run(jobs: Path, workers: int, until: float | None, scale: str, log_dir: Path
     procs: list[subprocess.Popen] = []
 
     def one(index_line):
-        index, (study, *outputs) = index_line
+        index, (study, digests, *outputs) = index_line
         if deadline is not None and time.monotonic() > deadline - 30:
             return "skipped"
         with open(log_dir / f"job{index:03d}.log", "w") as log:
             proc = subprocess.Popen([sys.executable, "-m", "ppo.run", "--study", study, "--scale", scale,
-                                     "--checkpoint-every", "10", *outputs], stdout=log, stderr=subprocess.STDOUT,
+                                     "--checkpoint-every", "10", "--digests", digests, *outputs],
+                                    stdout=log, stderr=subprocess.STDOUT,
                                     env=env)
             procs.append(proc)
             try:
@@ -71,7 +75,7 @@ def run(jobs: Path, workers: int, until: float | None, scale: str, log_dir: Path
 
     with ThreadPoolExecutor(workers) as pool:
         outcomes = list(pool.map(one, enumerate(lines)))
-    for index, ((study, *outputs), outcome) in enumerate(zip(lines, outcomes)):
+    for index, ((study, _, *outputs), outcome) in enumerate(zip(lines, outcomes)):
         print(f"job{index:03d} {study} {Path(outputs[0]).parent.parent.parent.name}/"
               f"{Path(outputs[0]).parent.parent.name}: {outcome}")
     return 0

@@ -1,4 +1,5 @@
 """ppo.batch plans the pipeline's own training groups and trains them without Snakemake."""
+import json
 from pathlib import Path
 
 from ppo.batch import plan, run
@@ -16,7 +17,8 @@ def test_plan_is_the_pipelines_plan(tmp_path):
                             f"seed{r.seed}" / name)
                         for r in group.runs for name in ("episodes.parquet", "updates.parquet", "timing.parquet",
                                                          "manifest.json"))
-        assert (study.name, *outputs) in planned
+        digests = json.dumps({r.run_id: r.config_digest for r in group.runs}, sort_keys=True)
+        assert (study.name, digests, *outputs) in planned
     assert all(line.startswith("figure3\t") for line in plan(["table1", "figure3"], "smoke", 3, ["figure3"],
                                                                tmp_path / "results"))
 
@@ -31,3 +33,14 @@ def test_run_trains_a_group_to_its_records(tmp_path, capsys):
     study = load_study("table1", "smoke")
     trained = [r for r in study.runs() if r.task == "InvertedPendulum-v5" and r.variant.name == "clip_0.1"]
     assert trained and all(is_current(tmp_path / "results", study, r) for r in trained)
+
+
+def test_run_refuses_a_group_whose_configuration_changed(tmp_path, capsys):
+    line = next(line for line in plan(["table1"], "smoke", 3, [], tmp_path / "results")
+                if "/InvertedPendulum-v5/clip_0.1/" in line)
+    study, digests, *outputs = line.split("\t")
+    stale = json.dumps({k: "0" * 16 for k in json.loads(digests)})
+    (tmp_path / "jobs.tsv").write_text("\t".join([study, stale, *outputs]) + "\n")
+    assert run(tmp_path / "jobs.tsv", workers=1, until=None, scale="smoke", log_dir=tmp_path / "logs") == 0
+    assert "failed" in capsys.readouterr().out
+    assert not any(Path(o).exists() for o in outputs)
