@@ -83,3 +83,11 @@ def test_front_page_shows_the_headline_and_the_published_paper_scale_runs(tmp_pa
     walker = [line for line in text.splitlines() if line.startswith("| Clipping, ε = 0.2 |") and "," in line]
     assert walker, text
     assert "<table>" in rst.read_text() and ".. raw:: html" in rst.read_text()
+
+
+def test_front_page_says_which_settings_are_within_noise():
+    table = ("| variant_label | ours | ci_low | ci_high |\n| --- | ---: | ---: | ---: |\n"
+             "| A | 0.90 | 0.80 | 0.95 |\n| B | 0.85 | 0.70 | 0.81 |\n| C | 0.40 | 0.30 | 0.79 |")
+    note = _script("front_page.py").noise_note(table)
+    assert note.strip() == ("Best: A. Within noise of it (95% intervals overlap): B. Clearly below it: C.")
+    assert _script("front_page.py").noise_note(table.replace("0.79", "")) == ""  # no interval, no verdict

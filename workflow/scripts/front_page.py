@@ -62,7 +62,31 @@ def study_section(provenance: Path, headline: Path, columns: list[str]) -> tuple
                f"({rows.get('runs_status', '')}) on {rows.get('tasks', '')}. Training: {clock(seconds)} "
                f"(h:mm:ss of training jobs, summed; {rows.get('cpu_count', '?')} cores here). "
                f"Code: {code_version(rows)}.")
-    return (f"{rows.get('study', '?')} ({rows.get('scale', '?')})", summary, headline_table(headline, columns))
+    table = headline_table(headline, columns)
+    return (f"{rows.get('study', '?')} ({rows.get('scale', '?')})", summary, table + noise_note(table))
+
+
+def noise_note(table: str) -> str:
+    """Which settings a reader may call different: those whose 95% interval lies wholly below the best
+    setting's, against those whose interval overlaps it (within noise at this number of seeds). Empty
+    when the table has no intervals (one seed, or no ours/ci_low/ci_high columns)."""
+    cells = [[c.strip() for c in line.strip().strip("|").split("|")] for line in table.splitlines()]
+    head, body = cells[0], cells[2:]
+    if not {"ours", "ci_low", "ci_high"} <= set(head):
+        return ""
+    name = head.index("variant_label") if "variant_label" in head else 0
+    col = {c: head.index(c) for c in ("ours", "ci_low", "ci_high")}
+    try:
+        rows = [(r[name], *(float(r[col[c]]) for c in ("ours", "ci_low", "ci_high"))) for r in body]
+    except ValueError:  # an empty interval: too few runs to say
+        return ""
+    best = max(rows, key=lambda r: r[1])
+    within = [r[0] for r in rows if r[3] >= best[2] and r is not best]
+    below = [r[0] for r in rows if r[3] < best[2]]
+    within = within or ["none"]
+    note = (f"\n\nBest: {best[0]}. Within noise of it (95% intervals overlap): {', '.join(within)}."
+            + (f" Clearly below it: {', '.join(below)}." if below else " No setting is clearly below it."))
+    return note
 
 
 def published_summary(published: Path) -> list[tuple[str, str, pd.DataFrame]]:
