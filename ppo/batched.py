@@ -15,6 +15,7 @@ import warnings
 
 import torch
 from torch import nn
+from torch.optim.adam import adam as adam_step
 
 from .gaussian import DiagGaussian
 
@@ -147,6 +148,52 @@ class BatchedAdam(torch.optim.Adam):
     def set_lr(self, lr: float) -> None:
         for group in self.param_groups:
             group["lr"] = lr
+
+
+class PerRunAdam:
+    """Adam over the [G, P] parameter with a step count per run, so that some runs can skip steps: ``step(active)``
+    leaves an inactive run's parameters, moments and step count exactly as they were (PPO's ``target_kl``).
+
+    torch's Adam, even with a zero gradient, would still decay the moments, move the parameters and count the
+    step, so skipping has to be done here: each active run's row goes through torch's fused Adam kernel as a
+    tensor of its own, with that run's step count for the bias corrections. The kernel's arithmetic is the same
+    as BatchedAdam's over the whole buffer (rows of a multiple of 64 floats), so with every run active the two
+    give the same bits (tests/test_batched.py).
+    """
+
+    def __init__(self, flat: nn.Parameter, lr: float, eps: float, betas: tuple[float, float] = (0.9, 0.999)):
+        assert flat.shape[1] % ROW_MULTIPLE == 0
+        self.flat, self.lr, self.eps, self.betas = flat, lr, eps, betas
+        self.exp_avg = torch.zeros_like(flat, requires_grad=False)
+        self.exp_avg_sq = torch.zeros_like(flat, requires_grad=False)
+        self.steps = torch.zeros(flat.shape[0])  # Adam steps taken by each run
+
+    def set_lr(self, lr: float) -> None:
+        self.lr = lr
+
+    def step(self, active: torch.Tensor | None = None) -> None:
+        """One Adam step of the runs where ``active`` ([G] bool; default all) is true, from ``flat.grad``."""
+        rows = range(self.flat.shape[0]) if active is None else active.nonzero().flatten().tolist()
+        if not rows:
+            return
+        params, grads = self.flat.detach(), self.flat.grad
+        step_counts = [self.steps[g:g + 1] for g in rows]  # views: the kernel's increment lands in self.steps
+        adam_step([params[g] for g in rows], [grads[g] for g in rows], [self.exp_avg[g] for g in rows],
+                  [self.exp_avg_sq[g] for g in rows], [], step_counts, fused=True, amsgrad=False, beta1=self.betas[0],
+                  beta2=self.betas[1], lr=self.lr, weight_decay=0.0, eps=self.eps, maximize=False)
+
+    def state_dict(self) -> dict:
+        return {"lr": self.lr, "steps": self.steps.clone(), "exp_avg": self.exp_avg.clone(),
+                "exp_avg_sq": self.exp_avg_sq.clone()}
+
+    def load_state_dict(self, state: dict) -> None:
+        if state["exp_avg"].shape != self.exp_avg.shape or state["steps"].shape != self.steps.shape:
+            raise ValueError(f"optimizer state of shape {tuple(state['exp_avg'].shape)} for a buffer of "
+                             f"{tuple(self.exp_avg.shape)}")
+        self.lr = state["lr"]
+        self.steps.copy_(state["steps"])
+        self.exp_avg.copy_(state["exp_avg"])
+        self.exp_avg_sq.copy_(state["exp_avg_sq"])
 
 
 def per_run_grad_norm_clip(flat: nn.Parameter, max_norm: float) -> torch.Tensor:

@@ -261,12 +261,14 @@ ALGORITHM_SETTINGS = {"a2c": A2CSettings, "acer": ACERSettings, "trpo": TRPOSett
 ALGORITHMS = ("ppo", *ALGORITHM_SETTINGS)
 # Top-level fields only PPO reads; the baselines' own values are in their sections.
 NETWORKS = ("mlp", "cnn_mnih2016", "cnn_nature")
-# Fields added with Atari; at these defaults they are left out of a run's settings (and so of its digest).
-ADDED_FIELDS = {"network": "mlp", "env_protocol": None, "clip_schedule": "constant"}
+# Fields added after the first published runs (with Atari, then PPO's implementation details of issue 18); at
+# these defaults they are left out of a run's settings (and so of its digest), so earlier records stay current.
+ADDED_FIELDS = {"network": "mlp", "env_protocol": None, "clip_schedule": "constant",
+                "vf_clip": None, "target_kl": None, "reward_norm": False, "reward_clip": 10.0, "adv_recompute": False}
 # Settings of the MLP policy and its observation handling that an image-observation run does not read.
 MUJOCO_ONLY = ("hidden_sizes", "init", "log_std_init", "obs_norm", "obs_clip", "action_clip")
 PPO_ONLY = ("epochs", "minibatch_size", "learning_rate", "lr_schedule", "adam_eps", "vf_coef", "max_grad_norm",
-            "objective", "clip_schedule")
+            "objective", "clip_schedule", "vf_clip", "target_kl", "reward_norm", "reward_clip", "adv_recompute")
 
 
 @dataclass(frozen=True)
@@ -300,6 +302,13 @@ class PPOConfig:
     network: str = "mlp"  # "mlp" (separate policy and value MLPs) | "cnn_mnih2016" | "cnn_nature"
     env_protocol: str | None = None  # Atari tasks only: experiments/protocols/<name>.yaml
     clip_schedule: str = "constant"  # "constant" | "linear" (ε·α, α annealed 1 → 0 like the lr)
+    # Implementation details of later PPO code (baselines ppo2, CleanRL, Andrychowicz et al. 2021), off by default
+    # as in ppo1 and the paper; ppo/algorithms/ppo.py applies them in its one update.
+    vf_clip: float | None = None  # ε_v: value loss max((V − R)², (V_old + clip(V − V_old, ±ε_v) − R)²); None = plain
+    target_kl: float | None = None  # a run's update stops after an epoch whose last minibatch had approx KL above it
+    reward_norm: bool = False  # learner's rewards divided by a running std of the discounted return, per run
+    reward_clip: float = 10.0  # with reward_norm: scaled rewards clipped to ±reward_clip
+    adv_recompute: bool = False  # GAE again with the current value network before every epoch
     objective: Objective = field(default_factory=Objective)
     a2c: A2CSettings | None = None
     acer: ACERSettings | None = None
@@ -330,8 +339,17 @@ class PPOConfig:
         for name in ("adam_eps", "obs_clip"):
             if not (getattr(self, name) > 0):
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
-        if self.max_grad_norm is not None and not self.max_grad_norm > 0:
-            raise ValueError(f"max_grad_norm must be > 0 or null, got {self.max_grad_norm}")
+        for name in ("max_grad_norm", "vf_clip", "target_kl"):
+            if getattr(self, name) is not None and not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0 or null, got {getattr(self, name)}")
+        if not self.reward_clip > 0:
+            raise ValueError(f"reward_clip must be > 0, got {self.reward_clip}")
+        if not self.reward_norm and self.reward_clip != 10.0:
+            raise ValueError(f"reward_clip {self.reward_clip} has no effect without reward_norm: true (it clips the "
+                             "scaled rewards); set reward_norm: true or remove reward_clip")
+        if self.is_atari and (self.reward_norm or self.adv_recompute):
+            raise ValueError("reward_norm and adv_recompute are implemented for MuJoCo (network 'mlp') only; an Atari "
+                             "protocol shapes the rewards itself (reward_clip, life_loss_signal)")
         choices = {
             "lr_schedule": ("constant", "linear"),
             "init": ("normc", "orthogonal"),
@@ -434,7 +452,8 @@ _RANGES = {
     "replay_start": (0, 10**6), "lr_decay_steps": (1, 10**10), "extra_noise_decay_generations": (1, 10**9),
     "episodes_per_candidate": (1, 1000), "ent_coef": (0, 1e3), "vf_coef": (0, 1e3), "q_coef": (0, 1e3),
     "log_std_init": (-20, 20), "cg_damping": (0, 1e6), "max_kl": (0, 1e3), "obs_clip": (0, 1e6),
-    "replay_ratio": (0, 100), "truncation_c": (0, 1e6), "init_std": (0, 1e6),
+    "replay_ratio": (0, 100), "truncation_c": (0, 1e6), "init_std": (0, 1e6), "vf_clip": (0, 1e6),
+    "target_kl": (0, 1e3), "reward_clip": (0, 1e6),
 }
 MAX_BATCH = 2**20  # num_envs * horizon: the steps one update holds in memory (CEM's 200 x 2048 = 409,600)
 
@@ -601,6 +620,7 @@ def _check_keys(data: dict, allowed: set[str], required: set[str], path: Path, p
 
 _CHOICE_KEY = re.compile(r"[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?")
 MAX_LABEL = 100
+MAX_DESCRIPTION = 1000
 
 
 def check_label(label, source: str) -> str:
@@ -650,6 +670,7 @@ class Variant:
     config: PPOConfig  # preset + overrides, resolved (total_steps is set per study scale)
     paper_row: dict | None  # matching row of reference/ppo2017_table1.csv, if any
     path: Path
+    description: str | None = None  # the claim the variant tests, in a sentence or two (optional)
 
 
 def load_variant(name: str, experiments_dir: Path = EXPERIMENTS_DIR, **extra: Any) -> Variant:
@@ -657,8 +678,13 @@ def load_variant(name: str, experiments_dir: Path = EXPERIMENTS_DIR, **extra: An
     path = experiments_dir / "variants" / f"{name}.yaml"
     check_name(name, "variant name", str(path))
     data = _read_yaml(path)
-    _check_keys(data, {"label", "preset", "overrides", "paper_row"}, {"label", "preset"}, path)
+    _check_keys(data, {"label", "preset", "overrides", "paper_row", "description"}, {"label", "preset"}, path)
     check_label(data["label"], str(path))
+    description = data.get("description")
+    if description is not None and (not isinstance(description, str) or len(description) > MAX_DESCRIPTION
+                                    or not " ".join(description.split()).isprintable()):
+        raise ConfigError(f"{path}: field description must be text of at most {MAX_DESCRIPTION} characters, "
+                          f"got {show(description)}")
     available = sorted(p.stem for p in (experiments_dir / "presets").glob("*.yaml"))
     preset_name = check_name(data["preset"], "field preset", str(path))
     if preset_name not in available:
@@ -687,4 +713,5 @@ def load_variant(name: str, experiments_dir: Path = EXPERIMENTS_DIR, **extra: An
         for key, value in paper_row.items():  # written to every manifest, read back by the reports
             if not isinstance(value, str) or len(value) > MAX_LABEL or not value.isprintable():
                 raise ConfigError(f"{path}: field paper_row.{key} must be one line of text, got {show(value)}")
-    return Variant(name, data["label"], preset, overrides, config, paper_row, path)
+    return Variant(name, data["label"], preset, overrides, config, paper_row, path,
+                   " ".join(description.split()) if description else None)

@@ -30,6 +30,23 @@ def objective_terms(ratio, adv, kl, entropy, clip_epsilon, kl_beta, ent_coef):
     return -(surr - penalty + bonus), surr
 
 
+def value_loss(value: torch.Tensor, ret: torch.Tensor, old_value: torch.Tensor | None = None,
+               vf_clip: float | None = None) -> torch.Tensor:
+    """Per-run value loss L^VF, averaged over the minibatch axis (dim 1) of [G, M] tensors: (V − R)², or with
+    ``vf_clip`` = ε_v baselines ppo2's pessimistic clipped form
+
+        max((V − R)², (V_clipped − R)²),   V_clipped = V_old + clip(V − V_old, −ε_v, ε_v)
+
+    so the value cannot gain by moving more than ε_v from its prediction before the update. There is no ½ in
+    front: ppo1's loss, which the paper preset follows, is the plain mean squared error with c1 = 1, while ppo2
+    and CleanRL write ½·max(...) with c1 = 0.5. Their weight on the squared error is vf_coef 0.25 here.
+    """
+    if vf_clip is None:
+        return (value - ret).square().mean(1)
+    clipped = old_value + (value - old_value).clamp(-vf_clip, vf_clip)
+    return torch.maximum((value - ret).square(), (clipped - ret).square()).mean(1)
+
+
 def adapt_beta(beta: torch.Tensor, kl: torch.Tensor, kl_target: torch.Tensor) -> torch.Tensor:
     """Paper Sec. 4: d < d_targ/1.5 → β/2; d > d_targ·1.5 → 2β; else unchanged.
 

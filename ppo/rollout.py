@@ -24,7 +24,7 @@ from .atari import AtariLockstepEnvs, load_protocol
 from .envs import LockstepEnvs
 from .mujoco_batch import make_lockstep
 from .gae import gae
-from .normalizer import ObsNormalizer
+from .normalizer import ObsNormalizer, RewardScaler
 
 
 def derive_seeds(root: int, num_envs: int) -> dict:
@@ -129,6 +129,23 @@ def to_runs(x, T: int, G: int, E: int):
     return x.contiguous() if isinstance(x, torch.Tensor) else np.ascontiguousarray(x)
 
 
+def from_runs(x: np.ndarray, T: int, G: int, E: int) -> np.ndarray:
+    """The inverse of to_runs: [G, T*E, ...] -> [T, G*E, ...] (time, actor)."""
+    return x.reshape(G, T, E, *x.shape[2:]).swapaxes(0, 1).reshape(T, G * E, *x.shape[2:])
+
+
+@dataclass
+class RolloutSignals:
+    """What GAE needs to run again with another value function (PPO's ``adv_recompute``), [T, N] (time, actor)."""
+
+    rewards: np.ndarray  # as the learner sees them (scaled with reward_norm)
+    terminated: np.ndarray  # bool
+    truncated: np.ndarray  # bool: time limits
+    last_obs: torch.Tensor  # [G, E, d]: network input of each actor's observation after the last step
+    final_obs: torch.Tensor | None  # [G, B, d]: network input of the final observation where a time limit ended an
+    #                                 episode (other entries unused); None unless time_limit is "bootstrap"
+
+
 @dataclass
 class Batch:
     """One on-policy batch per run, [G, B, ...] with B = num_envs · horizon."""
@@ -137,13 +154,16 @@ class Batch:
     actions: torch.Tensor  # Gaussian actions, or [G, B, 1] action indices as floats (Atari)
     advantages: torch.Tensor  # GAE, normalized as the config says
     returns: torch.Tensor  # λ-returns: the value targets
-    values: np.ndarray  # V(s_t) at collection time
+    values: np.ndarray  # V(s_t) at collection time (of the observations normalized with the statistics before this batch)
     explained_variance: np.ndarray  # [G]: of the returns by those values
     rollout_seconds: float
+    signals: RolloutSignals | None = None  # kept only with adv_recompute
 
 
-def collect_batch(ctx: GroupContext, agent: GaussianActorCritic, normalizer: ObsNormalizer) -> Batch:
-    """Roll out ``cfg.horizon`` lock-steps of every actor, then GAE, normalizer update, advantages."""
+def collect_batch(ctx: GroupContext, agent: GaussianActorCritic, normalizer: ObsNormalizer,
+                  reward_scaler: RewardScaler | None = None) -> Batch:
+    """Roll out ``cfg.horizon`` lock-steps of every actor, then GAE, normalizer update, advantages. With
+    ``reward_scaler`` the learner's rewards are scaled as they come (the episode log keeps the raw returns)."""
     t0 = time.perf_counter()
     cfg, envs, G, E, T = ctx.cfg, ctx.envs, ctx.num_runs, ctx.cfg.num_envs, ctx.cfg.horizon
     N, d, A = G * E, envs.obs_dim, envs.act_dim
@@ -152,6 +172,8 @@ def collect_batch(ctx: GroupContext, agent: GaussianActorCritic, normalizer: Obs
     act_buf = torch.zeros(T, N, A)
     rew_buf, val_buf, final_val_buf = np.zeros((T, N)), np.zeros((T, N)), np.zeros((T, N))
     term_buf, trunc_buf = np.zeros((T, N), bool), np.zeros((T, N), bool)
+    keep_final_obs = cfg.adv_recompute and bootstrap_time_limit  # for V(final observation) in every epoch
+    final_obs_buf = np.zeros((T, N, d)) if keep_final_obs else None
 
     noise = torch.stack([torch.randn(T, E, A, generator=g) for g in ctx.sample_gens], dim=1)  # [T, G, E, A]
     with torch.no_grad():
@@ -168,12 +190,16 @@ def collect_batch(ctx: GroupContext, agent: GaussianActorCritic, normalizer: Obs
             if cfg.action_clip:
                 env_action = np.minimum(np.maximum(env_action, envs.low), envs.high)
             rew_buf[t], term_buf[t], trunc_buf[t], final_obs, finished = envs.step(env_action)
+            if reward_scaler is not None:
+                rew_buf[t] = reward_scaler(rew_buf[t], term_buf[t] | trunc_buf[t])
             if bootstrap_time_limit and trunc_buf[t].any():
                 # V of the final observation of a time-limited episode, batched over all actors
                 final = envs.obs.copy()
                 for i in np.flatnonzero(trunc_buf[t]):
                     final[i] = final_obs[i]
                 final_val_buf[t] = agent.value_of(normalizer(final.reshape(G, E, d))).view(N).numpy()
+                if keep_final_obs:
+                    final_obs_buf[t] = final
             ctx.log.tick()
             ctx.log.finished(finished)
         last_value = agent.value_of(normalizer(envs.obs.reshape(G, E, d))).view(N).numpy()
@@ -183,14 +209,18 @@ def collect_batch(ctx: GroupContext, agent: GaussianActorCritic, normalizer: Obs
     rollout_seconds = time.perf_counter() - t0
     raw_obs = to_runs(obs_buf, T, G, E)
     normalizer.update(raw_obs)
-    return finish_batch(ctx, normalizer(raw_obs), to_runs(act_buf, T, G, E), rew_buf, val_buf, next_values,
-                        term_buf, trunc_buf, rollout_seconds)
+    batch = finish_batch(ctx, normalizer(raw_obs), to_runs(act_buf, T, G, E), rew_buf, val_buf, next_values,
+                         term_buf, trunc_buf, rollout_seconds)
+    if cfg.adv_recompute:  # the next values are recomputed too, so keep the observations they come from
+        final = normalizer(to_runs(final_obs_buf, T, G, E)) if keep_final_obs else None
+        batch.signals = RolloutSignals(rew_buf, term_buf, trunc_buf, normalizer(envs.obs.reshape(G, E, d)), final)
+    return batch
 
 
-def finish_batch(ctx: GroupContext, obs, actions, rew_buf, val_buf, next_values, term_buf, trunc_buf,
-                 rollout_seconds: float) -> Batch:
-    """GAE over [T, N] rollout arrays, advantage normalization, and each run's batch."""
-    cfg, G, E, T = ctx.cfg, ctx.num_runs, ctx.cfg.num_envs, ctx.cfg.horizon
+def advantages_and_returns(cfg: PPOConfig, G: int, rew_buf, val_buf, next_values, term_buf, trunc_buf):
+    """GAE over [T, N] rollout arrays, then each run's advantages [G, B] (float32, normalized as the config
+    says) and λ-returns [G, B] (float64)."""
+    E, T = cfg.num_envs, cfg.horizon
     end_buf = term_buf | trunc_buf
     # "terminal" treats time limits as the end of value too (ppo1); "bootstrap" only true terminations
     terminated = (term_buf if cfg.time_limit == "bootstrap" else end_buf).astype(np.float64)
@@ -198,11 +228,44 @@ def finish_batch(ctx: GroupContext, obs, actions, rew_buf, val_buf, next_values,
                        cfg.gae_lambda)
     adv_all = torch.from_numpy(to_runs(adv, T, G, E)).float()
     if cfg.adv_norm == "batch":
-        adv_all = (adv_all - adv_all.mean(1, keepdim=True)) / (adv_all.std(1, correction=0, keepdim=True) + 1e-8)
-    values, returns = to_runs(val_buf, T, G, E), to_runs(returns, T, G, E)
+        adv_all = standardized(adv_all, correction=0)
+    return adv_all, to_runs(returns, T, G, E)
+
+
+def standardized(adv: torch.Tensor, correction: int) -> torch.Tensor:
+    """Each run's advantages (a row of [G, n]) to mean 0 and std 1: (A − mean) / (std + 1e-8), the std with
+    ``correction`` (0: over the whole batch, as ppo1's numpy std; 1: per minibatch, as CleanRL's torch std)."""
+    return (adv - adv.mean(1, keepdim=True)) / (adv.std(1, correction=correction, keepdim=True) + 1e-8)
+
+
+def finish_batch(ctx: GroupContext, obs, actions, rew_buf, val_buf, next_values, term_buf, trunc_buf,
+                 rollout_seconds: float) -> Batch:
+    """GAE over [T, N] rollout arrays, advantage normalization, and each run's batch."""
+    cfg, G, E, T = ctx.cfg, ctx.num_runs, ctx.cfg.num_envs, ctx.cfg.horizon
+    adv_all, returns = advantages_and_returns(cfg, G, rew_buf, val_buf, next_values, term_buf, trunc_buf)
+    values = to_runs(val_buf, T, G, E)
     return Batch(obs=obs, actions=actions, advantages=adv_all, returns=torch.from_numpy(returns).float(),
                  values=values, explained_variance=explained_variance(values, returns),
                  rollout_seconds=rollout_seconds)
+
+
+def recompute_advantages(cfg: PPOConfig, batch: Batch, value_of) -> tuple[torch.Tensor, torch.Tensor]:
+    """GAE again from the rollout's rewards and episode ends with ``value_of`` (the value network as it is now;
+    [G, n, ...] -> [G, n]): V of the batch's observations, of each actor's observation after the last step and,
+    with time_limit "bootstrap", of the final observations of time-limited episodes. Andrychowicz et al. 2021
+    (arXiv:2006.05990) recompute advantages at the start of every pass over the data. Returns each run's
+    advantages [G, B] (normalized as the config says) and λ-returns [G, B], float32."""
+    s, G = batch.signals, batch.obs.shape[0]
+    E, T = cfg.num_envs, cfg.horizon
+    with torch.no_grad():
+        values = from_runs(value_of(batch.obs).numpy().astype(np.float64), T, G, E)
+        last = value_of(s.last_obs).reshape(G * E).numpy().astype(np.float64)
+        next_values = np.concatenate([values[1:], last[None]])
+        if s.final_obs is not None:
+            final = from_runs(value_of(s.final_obs).numpy().astype(np.float64), T, G, E)
+            next_values = np.where(s.truncated, final, next_values)
+    adv, returns = advantages_and_returns(cfg, G, s.rewards, values, next_values, s.terminated, s.truncated)
+    return adv, torch.from_numpy(returns).float()
 
 
 def collect_atari_batch(ctx: GroupContext, agent) -> Batch:

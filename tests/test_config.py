@@ -46,3 +46,18 @@ def test_groups_respect_group_size_and_cover_every_run_once(experiments):
     assert sorted(runs) == sorted(r.run_id for r in study.runs())
     assert max(len(g.runs) for g in groups) == 16
     assert all(len({r.task for r in g.runs}) == 1 for g in groups)
+
+
+def test_every_detail_and_mistake_is_a_one_change_variant_of_the_paper_preset():
+    study = load_study("details", "paper")
+    anchor = next(v for v in study.variants if v.name == study.anchor).config.to_dict()
+    for variant in study.variants:
+        settings = variant.config.to_dict()
+        changed = {k for k in set(settings) | set(anchor) if settings.get(k) != anchor.get(k)}
+        if variant.name.startswith(("detail_", "mistake_")):
+            assert variant.preset.name == "ppo_mujoco_paper" and len(changed) == 1, (variant.name, changed)
+            assert variant.description, variant.name  # the claim it tests
+    modern = next(v for v in study.variants if v.name == "modern").config
+    assert (modern.init, modern.lr_schedule, modern.max_grad_norm, modern.vf_clip, modern.reward_norm,
+            modern.adv_norm) == ("orthogonal", "linear", 0.5, 0.2, True, "minibatch")
+    assert len(study.variants) == 17 and len(study.runs()) == 7 * 17 * 3

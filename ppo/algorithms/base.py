@@ -27,13 +27,14 @@ class ActorCriticAlgorithm:
         self.batch_size = cfg.num_envs * cfg.horizon  # samples per run per iteration
         self.num_iterations = math.ceil(cfg.total_steps / self.batch_size)
         self.optimizers: dict[str, torch.optim.Optimizer] = {}  # saved and restored with the checkpoint
+        self.reward_scaler = None  # PPO's reward_norm (ppo/normalizer.py RewardScaler); its state is the algorithm's
 
     def collect(self, agent=None) -> Batch:
         """One on-policy batch per run with ``agent`` (default: the algorithm's own)."""
         agent = agent or self.agent
         if self.normalizer is None:
             return collect_atari_batch(self.ctx, agent)
-        return collect_batch(self.ctx, agent, self.normalizer)
+        return collect_batch(self.ctx, agent, self.normalizer, self.reward_scaler)
 
     def finite(self) -> torch.Tensor:
         return self.flat.isfinite().all(1)

@@ -4,6 +4,12 @@ and Atari (categorical policy, shared network), through the same update.
 One iteration, top to bottom: (1) collect a rollout and its GAE advantages (ppo/rollout.py), (2) keep
 π_old on the batch, (3) K epochs of minibatch Adam steps on the surrogate objective, (4) the full-batch
 KL and the adaptive-β rule. Every Table 1 setting is a per-run value of one objective (ppo/objective.py).
+
+The implementation details of later PPO code are settings of this one update, all off in the paper preset:
+reward scaling (``reward_norm``, in the rollout), advantages recomputed before every epoch
+(``adv_recompute``), value-function clipping (``vf_clip``), gradient-norm clipping (``max_grad_norm``) and
+KL early stopping (``target_kl``: a run whose approx KL passed the target after an epoch takes no further
+step in this update, while the rest of its group goes on).
 """
 from __future__ import annotations
 
@@ -12,9 +18,10 @@ import math
 import numpy as np
 import torch
 
-from ..batched import BatchedAdam, per_run_grad_norm_clip
-from ..objective import adapt_beta, objective_terms
-from ..rollout import GroupContext
+from ..batched import BatchedAdam, PerRunAdam, per_run_grad_norm_clip
+from ..normalizer import RewardScaler
+from ..objective import adapt_beta, objective_terms, value_loss
+from ..rollout import GroupContext, recompute_advantages, standardized
 from ..schedule import annealed
 from .base import ActorCriticAlgorithm, per_run
 
@@ -24,7 +31,11 @@ class PPO(ActorCriticAlgorithm):
         super().__init__(ctx)
         G = ctx.num_runs
         cfg = ctx.cfg
-        self.optimizers["adam"] = BatchedAdam(self.flat, lr=cfg.learning_rate, eps=cfg.adam_eps)
+        # With target_kl a run may stop taking steps while its group goes on: Adam with a step count per run
+        self.optimizers["adam"] = (BatchedAdam if cfg.target_kl is None else PerRunAdam)(
+            self.flat, lr=cfg.learning_rate, eps=cfg.adam_eps)
+        if cfg.reward_norm:
+            self.reward_scaler = RewardScaler(G, cfg.num_envs, cfg.gamma, cfg.reward_clip)
         objectives = [c.objective for c in ctx.configs]
         self.clip_eps = per_run([o.clip_epsilon for o in objectives], math.inf).view(G, 1)
         self.beta = per_run([o.kl_beta for o in objectives], 0.0)
@@ -32,10 +43,14 @@ class PPO(ActorCriticAlgorithm):
         self.ent_coef = per_run([o.ent_coef for o in objectives], 0.0).view(G, 1)
 
     def extra_state(self) -> dict:
-        return {"beta": self.beta.clone()}
+        if self.reward_scaler is None:
+            return {"beta": self.beta.clone()}
+        return {"beta": self.beta.clone(), "reward_scaler": self.reward_scaler.state()}
 
     def load_extra_state(self, state: dict) -> None:
         self.beta = state["beta"]
+        if self.reward_scaler is not None:
+            self.reward_scaler.load_state(state["reward_scaler"])
 
     def iterate(self, iteration: int) -> dict:
         ctx, cfg, agent = self.ctx, self.ctx.cfg, self.agent
@@ -57,51 +72,76 @@ class PPO(ActorCriticAlgorithm):
         with torch.no_grad():
             old_policy = agent.policy(obs).frozen()
             old_logp = old_policy.log_prob(batch.actions)
-        packed = torch.cat([batch.actions, old_policy.params, batch.advantages[..., None],
-                            batch.returns[..., None], old_logp[..., None]], -1)
-        widths = [batch.actions.shape[-1], old_policy.params.shape[-1], 1, 1, 1]
-        # Rows of [G·B, ...]: a minibatch is then an index_select, half the cost of [rows, index] indexing
-        # (same elements copied, so the same bits).
-        obs_rows, packed_rows = stored.flatten(0, 1), packed.flatten(0, 1)
+            # V_old, the centre of value clipping: the value network before this update, on the observations as
+            # the update sees them (π_old is taken the same way; the rollout's values saw the normalizer's
+            # previous statistics), so that V = V_old at the first step, as in ppo2
+            old_value = agent.value_of(obs) if cfg.vf_clip is not None else None
+
+        def pack(advantages, returns):
+            """Per-sample data in one tensor of rows [G·B, ...]: a minibatch is then an index_select, half the
+            cost of [rows, index] indexing (same elements copied, so the same bits)."""
+            columns = [batch.actions, old_policy.params, advantages[..., None], returns[..., None], old_logp[..., None]]
+            if old_value is not None:
+                columns.append(old_value[..., None])
+            return torch.cat(columns, -1).flatten(0, 1)
+
+        widths = [batch.actions.shape[-1], old_policy.params.shape[-1], 1, 1, 1] + [1] * (old_value is not None)
+        obs_rows, packed_rows = stored.flatten(0, 1), pack(batch.advantages, batch.returns)
 
         # ---- (3) K epochs of minibatch updates of  −L^{CLIP/KLPEN}(θ) + c1·L^VF(θ) − c2·S  (Eq. 9; shared
         # parameters only for the Atari network, where c1 then weighs the value gradient against the policy's)
         stats = torch.zeros(6, G)  # policy loss, value loss, entropy, approx kl, clip fraction, surrogate
-        n_minibatches = 0
+        steps_taken = torch.zeros(G)  # minibatch steps of each run in this update
+        active = torch.ones(G, dtype=torch.bool)  # runs still taking steps (target_kl stops a run's update)
         row_start = torch.arange(G).unsqueeze(1) * B  # run g's samples start at row g·B
         beta = self.beta.view(G, 1)
         for epoch in range(cfg.epochs):
-            perm = torch.stack([torch.randperm(B, generator=g) for g in ctx.sample_gens])  # [G, B]
+            if not active.any():
+                break
+            if cfg.adv_recompute:  # GAE again with the value network as it is now (Andrychowicz et al. 2021)
+                packed_rows = pack(*recompute_advantages(cfg, batch, agent.value_of))
+            # A stopped run draws no more permutations, as a loop that breaks would not: its sampling stream then
+            # does not depend on the group. Its rows are still computed (in order), but never stepped.
+            perm = torch.stack([torch.randperm(B, generator=g) if on else torch.arange(B)
+                                for g, on in zip(ctx.sample_gens, active.tolist())])  # [G, B]
             perm += row_start
             for lo in range(0, B, M):
                 index = perm[:, lo:lo + M].reshape(-1)
                 x = obs_rows.index_select(0, index).view(G, -1, *obs_rows.shape[1:])
                 x = x.permute(0, 1, 4, 2, 3) if frames else x
                 mb = packed_rows.index_select(0, index).view(G, -1, packed_rows.shape[-1])
-                act, params_old, adv, ret, logp_old = mb.split(widths, -1)
+                act, params_old, adv, ret, logp_old, *v_old = mb.split(widths, -1)
                 adv, ret, logp_old = adv.squeeze(-1), ret.squeeze(-1), logp_old.squeeze(-1)
                 if cfg.adv_norm == "minibatch":
-                    adv = (adv - adv.mean(1, keepdim=True)) / (adv.std(1, keepdim=True) + 1e-8)
+                    adv = standardized(adv, correction=1)
                 policy, value = agent.evaluate(x)
                 logratio = policy.log_prob(act) - logp_old
                 ratio = logratio.exp()
                 kl = old_policy.like(params_old).kl(policy)
                 entropy = policy.entropy()  # [G, M], or [G, 1] where it is the same for every state
                 policy_loss, surr = objective_terms(ratio, adv, kl, entropy, clip_eps, beta, self.ent_coef)
-                value_loss = (value - ret).square().mean(1)
+                vf_loss = value_loss(value, ret, v_old[0].squeeze(-1) if v_old else None, cfg.vf_clip)
                 # Summing over runs keeps them independent: d(sum)/d(run g's slice) = run g's gradient.
-                loss = policy_loss + cfg.vf_coef * value_loss
+                loss = policy_loss + cfg.vf_coef * vf_loss
                 agent.params.zero_grad_()  # in place: the parameters' .grad are views of flat.grad
                 loss.sum().backward()
                 if cfg.max_grad_norm is not None:
                     per_run_grad_norm_clip(self.flat, cfg.max_grad_norm)
-                self.optimizers["adam"].step()
+                if cfg.target_kl is None:
+                    self.optimizers["adam"].step()
+                else:  # a stopped run's parameters and Adam state stay exactly as they are
+                    self.optimizers["adam"].step(active)
                 with torch.no_grad():
-                    stats += torch.stack([
-                        policy_loss, value_loss, entropy.mean(1), ((ratio - 1) - logratio).mean(1),
-                        ((ratio - 1).abs() > clip_eps).float().mean(1), surr])
-                n_minibatches += 1
-        stats /= n_minibatches
+                    approx_kl = ((ratio - 1) - logratio).mean(1)  # of this minibatch, before its step
+                    step_stats = torch.stack([policy_loss, vf_loss, entropy.mean(1), approx_kl,
+                                              ((ratio - 1).abs() > clip_eps).float().mean(1), surr])
+                    stats = torch.where(active, stats + step_stats, stats)
+                steps_taken += active
+            if cfg.target_kl is not None:
+                # CleanRL's rule (ppo_continuous_action.py), per run: after each epoch, the approx KL of its last
+                # minibatch above the target ends the run's update
+                active &= ~(approx_kl > cfg.target_kl)
+        stats /= steps_taken
 
         # ---- (4) full-batch KL of this update, and the β rule (runs without a KL target keep β)
         with torch.no_grad():
@@ -115,6 +155,8 @@ class PPO(ActorCriticAlgorithm):
                "rollout_seconds": batch.rollout_seconds}
         if cfg.clip_schedule != "constant":
             out["clip_epsilon"] = clip_eps.view(G)
+        if cfg.target_kl is not None:
+            out["minibatch_steps"] = steps_taken
         if hasattr(agent, "log_std"):
             out["log_std_mean"] = agent.log_std.detach().mean((1, 2))
         return out
