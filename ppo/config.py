@@ -259,6 +259,9 @@ def _check_choice(obj, **allowed: tuple) -> None:
 ALGORITHM_SETTINGS = {"a2c": A2CSettings, "acer": ACERSettings, "trpo": TRPOSettings, "vpg": VPGSettings,
                       "cem": CEMSettings}
 ALGORITHMS = ("ppo", *ALGORITHM_SETTINGS)
+# Algorithms that train a discrete-action task with an MLP (classic control, Box2D: a categorical policy);
+# the baselines' updates are written for a Gaussian policy (or, ACER, for Atari).
+DISCRETE_MLP_ALGORITHMS = ("ppo",)
 # Top-level fields only PPO reads; the baselines' own values are in their sections.
 NETWORKS = ("mlp", "cnn_mnih2016", "cnn_nature")
 # Fields added with Atari; at these defaults they are left out of a run's settings (and so of its digest).
@@ -650,17 +653,23 @@ class Variant:
     config: PPOConfig  # preset + overrides, resolved (total_steps is set per study scale)
     paper_row: dict | None  # matching row of reference/ppo2017_table1.csv, if any
     path: Path
+    named_preset: str = ""  # the preset the variant file names, when a study put another in its place
 
 
-def load_variant(name: str, experiments_dir: Path = EXPERIMENTS_DIR, **extra: Any) -> Variant:
-    """Load ``experiments/variants/<name>.yaml``; ``extra`` overrides (e.g. total_steps) apply last."""
+def load_variant(name: str, experiments_dir: Path = EXPERIMENTS_DIR, *, presets: dict[str, str] | None = None,
+                 **extra: Any) -> Variant:
+    """Load ``experiments/variants/<name>.yaml``; ``extra`` overrides (e.g. total_steps) apply last.
+
+    ``presets`` (a study's ``presets`` field) maps the preset a variant names to the one it is applied to
+    instead: the same ablation on other tasks' settings (the Table 1 variants on ppo_classic)."""
     path = experiments_dir / "variants" / f"{name}.yaml"
     check_name(name, "variant name", str(path))
     data = _read_yaml(path)
     _check_keys(data, {"label", "preset", "overrides", "paper_row"}, {"label", "preset"}, path)
     check_label(data["label"], str(path))
     available = sorted(p.stem for p in (experiments_dir / "presets").glob("*.yaml"))
-    preset_name = check_name(data["preset"], "field preset", str(path))
+    named = check_name(data["preset"], "field preset", str(path))
+    preset_name = (presets or {}).get(named, named)
     if preset_name not in available:
         raise ConfigError(f"{path}: field preset: no preset {preset_name!r} "
                           f"({experiments_dir / 'presets' / preset_name}.yaml does not exist); available: {available}")
@@ -672,7 +681,7 @@ def load_variant(name: str, experiments_dir: Path = EXPERIMENTS_DIR, **extra: An
     if replaced:  # the study's scale sets these; an override would be silently replaced
         raise ConfigError(f"{path}: field overrides.{replaced[0]} is set by the study's scale; remove it here")
     merged = deep_merge(deep_merge(preset.config, overrides), extra)
-    config = build_config(merged, str(path))
+    config = build_config(merged, str(path) if named == preset_name else f"{path} (applied to preset {preset_name})")
     if config.is_atari:
         from .atari import load_protocol  # ppo.atari imports this module
         try:
@@ -687,4 +696,5 @@ def load_variant(name: str, experiments_dir: Path = EXPERIMENTS_DIR, **extra: An
         for key, value in paper_row.items():  # written to every manifest, read back by the reports
             if not isinstance(value, str) or len(value) > MAX_LABEL or not value.isprintable():
                 raise ConfigError(f"{path}: field paper_row.{key} must be one line of text, got {show(value)}")
-    return Variant(name, data["label"], preset, overrides, config, paper_row, path)
+    return Variant(name, data["label"], preset, overrides, config, paper_row, path,
+                   named if named != preset_name else "")
