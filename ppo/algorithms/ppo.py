@@ -113,8 +113,8 @@ class PPO(ActorCriticAlgorithm):
                "clipfrac": clipfrac, "surrogate": stats[5], "kl": batch_kl, "beta": beta_used,
                "explained_variance": batch.explained_variance, "learning_rate": np.full(G, lr),
                "rollout_seconds": batch.rollout_seconds}
-        if cfg.clip_schedule != "constant":
-            out["clip_epsilon"] = clip_eps.view(G)
+        if cfg.clip_schedule != "constant":  # NaN for a run without clipping (ε = ∞), like its clip fraction
+            out["clip_epsilon"] = torch.where(self.clip_eps.view(G).isfinite(), clip_eps.view(G), torch.nan)
         if hasattr(agent, "log_std"):
             out["log_std_mean"] = agent.log_std.detach().mean((1, 2))
         return out
