@@ -21,7 +21,7 @@ class ActorCriticAlgorithm:
             self.agent = CNNActorCritic(cfg.network, envs.obs_shape, envs.num_actions, ctx.init_gens)
             self.normalizer = None
         else:  # vector observations: separate policy and value MLPs, categorical or Gaussian by the action space
-            if envs.discrete:
+            if getattr(envs, "discrete", False):  # LockstepEnvs says; stand-ins for continuous tasks need not
                 self.agent = CategoricalActorCritic(envs.obs_dim, envs.num_actions, cfg.hidden_sizes, cfg.init,
                                                     ctx.init_gens)
             else:
