@@ -173,7 +173,8 @@ class LockstepEnvs:
         """Everything needed to continue bit-identically: MuJoCo integration state, time-limit counters and
         reset RNGs, or (other tasks) each episode's start and actions; the current observations and the
         episodes in progress."""
-        progress = {"obs": torch.from_numpy(self.obs.copy()), "episode_return": torch.from_numpy(self.episode_return.copy()),
+        progress = {"obs": torch.from_numpy(self.obs.copy()),
+                    "episode_return": torch.from_numpy(self.episode_return.copy()),
                     "episode_length": torch.from_numpy(self.episode_length.copy())}
         if self.replayed:
             actions = [torch.tensor(a, dtype=torch.int64) if self.discrete
@@ -194,7 +195,8 @@ class LockstepEnvs:
         if self.replayed:
             self._replay(state)
         else:
-            for env, physics, elapsed, rng in zip(self.envs, state["physics"], state["elapsed"], state["rngs"], strict=True):
+            for env, physics, elapsed, rng in zip(self.envs, state["physics"], state["elapsed"], state["rngs"],
+                                                  strict=True):
                 sim = env.unwrapped
                 mujoco.mj_setState(sim.model, sim.data, physics.numpy(), mujoco.mjtState.mjSTATE_INTEGRATION)
                 env._elapsed_steps = elapsed

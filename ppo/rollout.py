@@ -7,8 +7,8 @@ share only batched tensor operations, so a run's records do not depend on which 
 The on-policy rollouts step all actors in lock-step, sampling from each run's own stream, then compute
 GAE and normalize advantages: ``collect_batch`` for an MLP policy on vector observations, Gaussian (MuJoCo)
 or categorical (classic control, Box2D), its normalizer updated once per batch, before the policy update,
-as ppo1; ``collect_atari_batch`` for a categorical policy on
-Atari frames (rewards clipped, lives ending the value horizon, as its protocol says).
+as ppo1; ``collect_atari_batch`` for a categorical policy on Atari frames (rewards clipped, lives ending the
+value horizon, as its protocol says).
 """
 from __future__ import annotations
 

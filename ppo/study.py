@@ -215,8 +215,9 @@ def load_study(name: str, scale: str, seeds: int | None = None, experiments_dir:
     variants = tuple(load_variant(n, experiments_dir, presets=presets, total_steps=total_steps) for n in names)
     unused = sorted(set(presets) - {v.named_preset for v in variants})
     if unused:  # a typo would otherwise leave the variants on their own preset without a word
+        named = sorted({v.named_preset or v.preset.name for v in variants})
         raise ConfigError(f"{path}: field presets: no variant of the study names preset {unused[0]!r} (its variants "
-                          f"name {sorted({v.named_preset or v.preset.name for v in variants})})")
+                          f"name {named})")
     labels: dict[str, Variant] = {}
     for variant in variants:  # a label names a row of every table and a line of every figure
         if variant.label in labels:
@@ -233,7 +234,8 @@ def load_study(name: str, scale: str, seeds: int | None = None, experiments_dir:
         if discrete and variant.config.algorithm not in DISCRETE_MLP_ALGORITHMS:
             raise ConfigError(f"{path}: field {task_field}: {discrete[0]!r} has discrete actions, which variant "
                               f"{variant.name} ({variant.path}) cannot train: algorithm {variant.config.algorithm} is "
-                              f"implemented for continuous actions only (discrete: {', '.join(DISCRETE_MLP_ALGORITHMS)})")
+                              "implemented for continuous actions only (discrete: "
+                              f"{', '.join(DISCRETE_MLP_ALGORITHMS)})")
     report = data.get("report", "table1")
     if report not in REPORTS:
         raise ConfigError(f"{path}: field report must be one of {list(REPORTS)}, got {show(report)}")
@@ -250,9 +252,11 @@ def _preset_substitutions(value, path: Path, experiments_dir: Path) -> dict[str,
                           f"got {show(value)}")
     available = sorted(p.stem for p in (experiments_dir / "presets").glob("*.yaml"))
     for named, used in value.items():
+        if named == used:
+            raise ConfigError(f"{path}: field presets maps preset {named!r} to itself; leave it out")
         for name in (named, used):
             check_name(name, "field presets: preset", str(path))
             if name not in available:
-                raise ConfigError(f"{path}: field presets: no preset {name!r} ({experiments_dir / 'presets' / name}.yaml "
-                                  f"does not exist); available: {available}")
+                raise ConfigError(f"{path}: field presets: no preset {name!r} "
+                                  f"({experiments_dir / 'presets' / name}.yaml does not exist); available: {available}")
     return dict(value)

@@ -118,7 +118,8 @@ def test_categorical_mlp_policy_by_hand():
 def test_categorical_runs_do_not_depend_on_their_group():
     cfg = classic("kl_adaptive_0.01", 768, horizon=256)
     alone = train_group([RunSpec("a", "CartPole-v1", cfg, 7)], log=lambda _: None)[0]
-    others = [RunSpec("b", "CartPole-v1", classic("clip_0.2", 768, horizon=256), 1), RunSpec("a", "CartPole-v1", cfg, 7),
+    others = [RunSpec("b", "CartPole-v1", classic("clip_0.2", 768, horizon=256), 1),
+              RunSpec("a", "CartPole-v1", cfg, 7),
               RunSpec("c", "CartPole-v1", classic("no_clip", 768, horizon=256), 2)]
     shared = train_group(others, log=lambda _: None)[1]
     pd.testing.assert_frame_equal(alone.episodes, shared.episodes, check_exact=True)
@@ -142,7 +143,8 @@ def random_actions(envs: LockstepEnvs, rng: np.random.Generator, n: int) -> np.n
     return rng.uniform(envs.low, envs.high, size=(n, envs.act_dim))
 
 
-@pytest.mark.parametrize("task", ["CartPole-v1", "Acrobot-v1", "Pendulum-v1", pytest.param("LunarLander-v3", marks=BOX2D)])
+@pytest.mark.parametrize("task", ["CartPole-v1", "Acrobot-v1", "Pendulum-v1",
+                                  pytest.param("LunarLander-v3", marks=BOX2D)])
 def test_environments_continue_exactly_from_their_saved_state(task):
     rng = np.random.default_rng(0)
     envs = LockstepEnvs(task, [3, 4])

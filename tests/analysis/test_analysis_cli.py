@@ -163,8 +163,9 @@ def test_report_on_tasks_the_paper_never_trained(tmp_path, make_run, make_random
             make_run(renamed[task], variant, seed, [value] * 3)
     randoms = [make_random("CartPole-v1", [-1.0, 1.0]), make_random("Acrobot-v1", [-10.0])]
     out = tmp_path / "report"
-    argv = ["--runs", str(tmp_path / "runs"), "--random", *map(str, randoms), "--reference-dir", str(REPO / "reference"),
-            "--out-dir", str(out), "--n-resamples", "200", "--curve-points", "5"]
+    argv = ["--runs", str(tmp_path / "runs"), "--random", *map(str, randoms),
+            "--reference-dir", str(REPO / "reference"), "--out-dir", str(out), "--n-resamples", "200",
+            "--curve-points", "5"]
     assert _load_script().main(argv) == 0
     t1 = pd.read_csv(out / "table1.csv").set_index("variant")
     assert t1.loc["clip_0.2", "ours"] == pytest.approx(0.65) and t1.loc["no_clip", "ours"] == pytest.approx(2 / 3)
