@@ -21,6 +21,23 @@ def paper_values(reference_dir: Path, domain: str) -> dict[str, str]:
     return dict(zip(rows["name"], rows["value"]))
 
 
+def paper_task_names(reference_dir: Path) -> set[str]:
+    """The tasks of the paper's MuJoCo experiments by name, without version ("Hopper"); empty without the row."""
+    environments = paper_values(reference_dir, "mujoco").get("environments", "")
+    return {e.rsplit("-", 1)[0] for e in environments.split(";") if "-" in e}
+
+
+NO_PAPER_NUMBERS = ("The paper has no experiments on these tasks (its Table 1 is on seven MuJoCo tasks): no number "
+                    "here is compared with the paper's.")
+
+
+def outside_paper(tasks, reference_dir: Path) -> bool:
+    """True when none of ``tasks`` (ids such as "CartPole-v1") is a task of the paper's MuJoCo experiments, so
+    the paper's numbers say nothing about them; False when the reference does not list the paper's tasks."""
+    names = paper_task_names(reference_dir)
+    return bool(names) and not ({str(t).rsplit("-", 1)[0] for t in tasks} & names)
+
+
 def seed_range(manifests: pd.DataFrame, by: Sequence[str]) -> str:
     """Seeds per ``by`` group: ``3``, or ``2-3`` when groups differ."""
     seeds = manifests.groupby(list(by))["seed"].nunique()
@@ -54,6 +71,15 @@ def difference_notes(
     paper = paper_values(reference_dir, "mujoco")
     notes = []
     steps = sorted(manifests["total_steps"].dropna().astype(int).unique()) if "total_steps" in manifests else []
+    if outside_paper(manifests["task"].unique(), reference_dir):  # e.g. CartPole-v1: nothing of the paper's applies
+        ours = ", ".join(format_steps(s) for s in steps) or "?"
+        return [
+            f"Tasks: {', '.join(sorted(manifests['task'].astype(str).unique()))}. {NO_PAPER_NUMBERS}",
+            f"Training budget: {ours} env steps per run; seeds per task and setting: "
+            f"{seed_range(manifests, ['task', 'variant'])}.",
+            *notes_shared_with_paper(manifests, scores, random_files, window),
+            *extra,
+        ]
     if steps:
         ours = ", ".join(format_steps(s) for s in steps)
         theirs = format_steps(float(paper["total_timesteps"])) if paper.get("total_timesteps") else "?"
@@ -75,20 +101,24 @@ def difference_notes(
                     f"(paper: {', '.join(sorted(paper_tasks))})."
                 )
     notes.append(f"Seeds per task and setting: {seed_range(manifests, ['task', 'variant'])} (paper: {paper.get('seeds_per_env', '?')}).")
-    notes.append(
+    return notes + notes_shared_with_paper(manifests, scores, random_files, window) + list(extra)
+
+
+def notes_shared_with_paper(manifests: pd.DataFrame, scores: pd.DataFrame, random_files: Sequence[Path],
+                            window: int) -> list[str]:
+    """The notes on score, normalisation, intervals and left-out runs, whether or not the tasks are the paper's."""
+    notes = [
         f"Score: mean return of each run's last {window} training episodes, as in the paper; "
-        "diverged runs are scored on the episodes they finished before diverging."
-    )
-    notes.append(
+        "diverged runs are scored on the episodes they finished before diverging.",
         "Normalisation: random score = mean return of our own random-policy episodes "
         f"({', '.join(p.name for p in random_files)}); best = our best setting per task "
-        "(the paper publishes neither)."
-    )
-    notes.append("CI: 95% percentile bootstrap over runs, stratified by task (Agarwal et al. 2021).")
+        "(the paper publishes neither).",
+        "CI: 95% percentile bootstrap over runs, stratified by task (Agarwal et al. 2021).",
+    ]
     n_diverged = int((manifests["status"] == "diverged").sum())
     if n_diverged:
         notes.append(f"{n_diverged} of {len(manifests)} runs diverged.")
     unscored = sorted(set(manifests["run_id"]) - set(scores["run_id"]))
     if unscored:
         notes.append(f"Runs with no finished episode, left out: {', '.join(unscored)}.")
-    return notes + list(extra)
+    return notes

@@ -17,6 +17,7 @@ import torch
 from torch import nn
 from torch.optim.adam import adam as adam_step
 
+from .categorical import Categorical
 from .gaussian import DiagGaussian
 
 # The parameters' gradients are strided views of flat.grad on purpose (see FlatParameters).
@@ -133,6 +134,34 @@ class GaussianActorCritic(nn.Module):
     def policy(self, obs: torch.Tensor) -> DiagGaussian:
         """π(.|s) alone: the value network is separate, so it need not run."""
         return DiagGaussian(self.policy_mean(obs), self.log_std)
+
+    def value_of(self, obs: torch.Tensor) -> torch.Tensor:
+        return mlp_forward(self.value_layers, obs).squeeze(-1)
+
+
+class CategoricalActorCritic(nn.Module):
+    """The same separate policy and value MLPs for a discrete action set (CartPole, Acrobot, LunarLander): the
+    policy's outputs are the logits of a categorical distribution, its output layer initialised at scale 0.01
+    like the Gaussian's mean, so the first policy is near uniform."""
+
+    def __init__(self, obs_dim: int, num_actions: int, hidden: tuple[int, ...], init: str,
+                 gens: list[torch.Generator]):
+        super().__init__()
+        sizes = [obs_dim, *hidden]
+        tensors = {**mlp_weights("policy", [*sizes, num_actions], 0.01, init, gens),
+                   **mlp_weights("value", [*sizes, 1], 1.0, init, gens)}
+        self.params = FlatParameters(tensors)
+        v = self.params.views
+        n = len(sizes)
+        self.policy_layers = [(v[f"policy.w{i}"], v[f"policy.b{i}"]) for i in range(n)]
+        self.value_layers = [(v[f"value.w{i}"], v[f"value.b{i}"]) for i in range(n)]
+
+    def evaluate(self, obs: torch.Tensor) -> tuple[Categorical, torch.Tensor]:
+        """(π(.|s), V(s)) of normalized observations [G, B, obs_dim]."""
+        return self.policy(obs), self.value_of(obs)
+
+    def policy(self, obs: torch.Tensor) -> Categorical:
+        return Categorical(mlp_forward(self.policy_layers, obs))
 
     def value_of(self, obs: torch.Tensor) -> torch.Tensor:
         return mlp_forward(self.value_layers, obs).squeeze(-1)

@@ -1,4 +1,4 @@
-"""Categorical policy over a discrete action set (Atari), from unnormalized logits [G, B, A].
+"""Categorical policy over a discrete action set (Atari; CartPole, Acrobot...), from unnormalized logits [G, B, A].
 
 Same interface as ppo.gaussian.DiagGaussian. Sampling takes uniforms from each run's own generator
 (torch.distributions.Categorical.sample cannot take a generator), so a run's actions do not depend on

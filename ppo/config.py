@@ -259,6 +259,9 @@ def _check_choice(obj, **allowed: tuple) -> None:
 ALGORITHM_SETTINGS = {"a2c": A2CSettings, "acer": ACERSettings, "trpo": TRPOSettings, "vpg": VPGSettings,
                       "cem": CEMSettings}
 ALGORITHMS = ("ppo", *ALGORITHM_SETTINGS)
+# Algorithms that train a discrete-action task with an MLP (classic control, Box2D: a categorical policy);
+# the baselines' updates are written for a Gaussian policy (or, ACER, for Atari).
+DISCRETE_MLP_ALGORITHMS = ("ppo",)
 # Top-level fields only PPO reads; the baselines' own values are in their sections.
 NETWORKS = ("mlp", "cnn_mnih2016", "cnn_nature")
 # Fields added after the first published runs (with Atari, then PPO's implementation details of issue 18); at
@@ -671,10 +674,15 @@ class Variant:
     paper_row: dict | None  # matching row of reference/ppo2017_table1.csv, if any
     path: Path
     description: str | None = None  # the claim the variant tests, in a sentence or two (optional)
+    named_preset: str = ""  # the preset the variant file names, when a study put another in its place
 
 
-def load_variant(name: str, experiments_dir: Path = EXPERIMENTS_DIR, **extra: Any) -> Variant:
-    """Load ``experiments/variants/<name>.yaml``; ``extra`` overrides (e.g. total_steps) apply last."""
+def load_variant(name: str, experiments_dir: Path = EXPERIMENTS_DIR, *, presets: dict[str, str] | None = None,
+                 **extra: Any) -> Variant:
+    """Load ``experiments/variants/<name>.yaml``; ``extra`` overrides (e.g. total_steps) apply last.
+
+    ``presets`` (a study's ``presets`` field) maps the preset a variant names to the one it is applied to
+    instead: the same ablation on other tasks' settings (the Table 1 variants on ppo_classic)."""
     path = experiments_dir / "variants" / f"{name}.yaml"
     check_name(name, "variant name", str(path))
     data = _read_yaml(path)
@@ -686,7 +694,8 @@ def load_variant(name: str, experiments_dir: Path = EXPERIMENTS_DIR, **extra: An
         raise ConfigError(f"{path}: field description must be text of at most {MAX_DESCRIPTION} characters, "
                           f"got {show(description)}")
     available = sorted(p.stem for p in (experiments_dir / "presets").glob("*.yaml"))
-    preset_name = check_name(data["preset"], "field preset", str(path))
+    named = check_name(data["preset"], "field preset", str(path))
+    preset_name = (presets or {}).get(named, named)
     if preset_name not in available:
         raise ConfigError(f"{path}: field preset: no preset {preset_name!r} "
                           f"({experiments_dir / 'presets' / preset_name}.yaml does not exist); available: {available}")
@@ -698,7 +707,7 @@ def load_variant(name: str, experiments_dir: Path = EXPERIMENTS_DIR, **extra: An
     if replaced:  # the study's scale sets these; an override would be silently replaced
         raise ConfigError(f"{path}: field overrides.{replaced[0]} is set by the study's scale; remove it here")
     merged = deep_merge(deep_merge(preset.config, overrides), extra)
-    config = build_config(merged, str(path))
+    config = build_config(merged, str(path) if named == preset_name else f"{path} (applied to preset {preset_name})")
     if config.is_atari:
         from .atari import load_protocol  # ppo.atari imports this module
         try:
@@ -714,4 +723,5 @@ def load_variant(name: str, experiments_dir: Path = EXPERIMENTS_DIR, **extra: An
             if not isinstance(value, str) or len(value) > MAX_LABEL or not value.isprintable():
                 raise ConfigError(f"{path}: field paper_row.{key} must be one line of text, got {show(value)}")
     return Variant(name, data["label"], preset, overrides, config, paper_row, path,
-                   " ".join(description.split()) if description else None)
+                   description=" ".join(description.split()) if description else None,
+                   named_preset=named if named != preset_name else "")

@@ -19,7 +19,7 @@ from .config import PROJECT_ROOT
 # byte-identical files (tests/test_group_training.py); every wall-clock measure goes to timing.parquet.
 EPISODE_COLUMNS = ["global_step", "episode_return", "episode_length"]
 TIMING_COLUMNS = ["update", "global_step", "sps", "rollout_seconds", "optimize_seconds", "wall_time"]
-PACKAGES = ["torch", "numpy", "gymnasium", "mujoco", "ale-py", "pandas", "pyarrow", "scipy", "snakemake"]
+PACKAGES = ["torch", "numpy", "gymnasium", "mujoco", "ale-py", "box2d", "pandas", "pyarrow", "scipy", "snakemake"]
 
 
 def atomic_write(path: Path, write) -> None:

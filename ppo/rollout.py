@@ -5,9 +5,10 @@ has its own seeds, environments, parameters, optimizer state and (MuJoCo) observ
 share only batched tensor operations, so a run's records do not depend on which runs share its group.
 
 The on-policy rollouts step all actors in lock-step, sampling from each run's own stream, then compute
-GAE and normalize advantages: ``collect_batch`` for a Gaussian policy on MuJoCo (its normalizer updated
-once per batch, before the policy update, as ppo1), ``collect_atari_batch`` for a categorical policy on
-Atari frames (rewards clipped, lives ending the value horizon, as its protocol says).
+GAE and normalize advantages: ``collect_batch`` for an MLP policy on vector observations, Gaussian (MuJoCo)
+or categorical (classic control, Box2D), its normalizer updated once per batch, before the policy update,
+as ppo1; ``collect_atari_batch`` for a categorical policy on Atari frames (rewards clipped, lives ending the
+value horizon, as its protocol says).
 """
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .batched import GaussianActorCritic
-from .config import PPOConfig
+from .batched import CategoricalActorCritic, GaussianActorCritic
+from .config import DISCRETE_MLP_ALGORITHMS, PPOConfig
 from .atari import AtariLockstepEnvs, load_protocol
 from .envs import LockstepEnvs
 from .mujoco_batch import make_lockstep
@@ -111,6 +112,10 @@ def group_context(task: str, configs: list[PPOConfig], root_seeds: list[int]) ->
         envs = AtariLockstepEnvs(task, env_seeds, load_protocol(cfg.env_protocol))
     else:  # the seven MuJoCo v5 tasks batched (gymnasium's results bit for bit), other tasks gymnasium's own
         envs = make_lockstep(task, env_seeds)
+        if envs.discrete and cfg.algorithm not in DISCRETE_MLP_ALGORITHMS:
+            envs.close()
+            raise ValueError(f"{task} has discrete actions; algorithm {cfg.algorithm} is implemented for continuous "
+                             f"actions only (discrete-action tasks: {', '.join(DISCRETE_MLP_ALGORITHMS)})")
     return GroupContext(
         configs=list(configs), seeds=seeds, envs=envs,
         log=EpisodeLog(len(configs), E, time.perf_counter()),
@@ -151,7 +156,7 @@ class Batch:
     """One on-policy batch per run, [G, B, ...] with B = num_envs · horizon."""
 
     obs: torch.Tensor  # MuJoCo: normalized observations (normalizer updated with this batch first); Atari: uint8 frames
-    actions: torch.Tensor  # Gaussian actions, or [G, B, 1] action indices as floats (Atari)
+    actions: torch.Tensor  # Gaussian actions, or [G, B, 1] action indices as floats (discrete actions, Atari)
     advantages: torch.Tensor  # GAE, normalized as the config says
     returns: torch.Tensor  # λ-returns: the value targets
     values: np.ndarray  # V(s_t) at collection time (of the observations normalized with the statistics before this batch)
@@ -160,35 +165,47 @@ class Batch:
     signals: RolloutSignals | None = None  # kept only with adv_recompute
 
 
-def collect_batch(ctx: GroupContext, agent: GaussianActorCritic, normalizer: ObsNormalizer,
-                  reward_scaler: RewardScaler | None = None) -> Batch:
+def collect_batch(ctx: GroupContext, agent: GaussianActorCritic | CategoricalActorCritic,
+                  normalizer: ObsNormalizer, reward_scaler: RewardScaler | None = None) -> Batch:
     """Roll out ``cfg.horizon`` lock-steps of every actor, then GAE, normalizer update, advantages. With
-    ``reward_scaler`` the learner's rewards are scaled as they come (the episode log keeps the raw returns)."""
+    ``reward_scaler`` the learner's rewards are scaled as they come (the episode log keeps the raw returns).
+
+    A Gaussian policy (continuous actions) acts with mean + σ·noise, its actions clipped to the box as the
+    config says; a categorical one (discrete actions) by inverse-CDF sampling from uniforms, its actions
+    kept as [.., 1] indices like the Atari rollout's. Either draws from each run's own generator."""
     t0 = time.perf_counter()
     cfg, envs, G, E, T = ctx.cfg, ctx.envs, ctx.num_runs, ctx.cfg.num_envs, ctx.cfg.horizon
     N, d, A = G * E, envs.obs_dim, envs.act_dim
     bootstrap_time_limit = cfg.time_limit == "bootstrap"
     obs_buf = np.zeros((T, N, d))
-    act_buf = torch.zeros(T, N, A)
+    act_buf = torch.zeros(T, N, A)  # discrete: A = 1, the action index as a float
     rew_buf, val_buf, final_val_buf = np.zeros((T, N)), np.zeros((T, N)), np.zeros((T, N))
     term_buf, trunc_buf = np.zeros((T, N), bool), np.zeros((T, N), bool)
     keep_final_obs = cfg.adv_recompute and bootstrap_time_limit  # for V(final observation) in every epoch
     final_obs_buf = np.zeros((T, N, d)) if keep_final_obs else None
 
-    noise = torch.stack([torch.randn(T, E, A, generator=g) for g in ctx.sample_gens], dim=1)  # [T, G, E, A]
+    if envs.discrete:
+        noise = torch.stack([torch.rand(T, E, generator=g) for g in ctx.sample_gens], dim=1)  # [T, G, E]
+    else:
+        noise = torch.stack([torch.randn(T, E, A, generator=g) for g in ctx.sample_gens], dim=1)  # [T, G, E, A]
     with torch.no_grad():
-        std = agent.log_std.exp()
+        std = None if envs.discrete else agent.log_std.exp()
         for t in range(T):
             obs_buf[t] = envs.obs
             x = normalizer(envs.obs.reshape(G, E, d))
-            action = agent.policy_mean(x) + std * noise[t]
             val_buf[t] = agent.value_of(x).view(N).numpy()
-            act_buf[t] = action.view(N, A)
-            env_action = action.view(N, A).numpy().astype(np.float64)
-            if not np.isfinite(env_action).all():  # only a diverged run's; it is no longer recorded
-                env_action = np.nan_to_num(env_action, posinf=0.0, neginf=0.0)
-            if cfg.action_clip:
-                env_action = np.minimum(np.maximum(env_action, envs.low), envs.high)
+            if envs.discrete:
+                action = agent.policy(x).sample(noise[t])  # [G, E] indices
+                act_buf[t, :, 0] = action.view(N)
+                env_action = action.view(N).numpy()
+            else:
+                action = agent.policy_mean(x) + std * noise[t]
+                act_buf[t] = action.view(N, A)
+                env_action = action.view(N, A).numpy().astype(np.float64)
+                if not np.isfinite(env_action).all():  # only a diverged run's; it is no longer recorded
+                    env_action = np.nan_to_num(env_action, posinf=0.0, neginf=0.0)
+                if cfg.action_clip:
+                    env_action = np.minimum(np.maximum(env_action, envs.low), envs.high)
             rew_buf[t], term_buf[t], trunc_buf[t], final_obs, finished = envs.step(env_action)
             if reward_scaler is not None:
                 rew_buf[t] = reward_scaler(rew_buf[t], term_buf[t] | trunc_buf[t])

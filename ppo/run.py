@@ -53,6 +53,8 @@ def run_meta(study: Study, run: Run) -> dict:
     return {"study": study.name, "scale": study.scale, "scale_label": study.label, "reduced": study.reduced,
             "variant": run.variant.name, "variant_label": run.variant.label, "paper_row": run.variant.paper_row,
             "preset": run.variant.preset.name, "overrides": run.variant.overrides,
+            # the preset the variant file names, when the study applies its overrides to another (field presets)
+            **({"variant_preset": run.variant.named_preset} if run.variant.named_preset else {}),
             "config_digest": run.config_digest}
 
 

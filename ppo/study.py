@@ -11,14 +11,14 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import (EXPERIMENTS_DIR, ConfigError, Variant, _check_keys, _read_yaml, check_name,
-                     load_variant, show)
+from .config import (DISCRETE_MLP_ALGORITHMS, EXPERIMENTS_DIR, ConfigError, Variant, _check_keys, _read_yaml,
+                     check_name, load_variant, show)
 from .atari import check_atari_task, is_atari, load_protocol
-from .envs import check_task, task_name
+from .envs import check_task, discrete_actions, task_name
 from .layout import RUN_FILES, run_dir, run_id
 from .reports import REPORTS  # the analysis a study's results get
 
-STUDY_KEYS = {"description", "tasks", "variants", "anchor", "report", "scales"}
+STUDY_KEYS = {"description", "tasks", "variants", "presets", "anchor", "report", "scales"}
 SCALE_KEYS = {"label", "total_steps", "seeds", "tasks", "reduced"}
 MAX_SEEDS = 1000  # runs per task and variant: more would exhaust memory while planning
 MAX_TOTAL_STEPS = 10**10  # environment steps per run: more would never finish
@@ -66,6 +66,7 @@ class Study:
     anchor: str
     path: Path
     report: str = "table1"
+    presets: tuple[tuple[str, str], ...] = ()  # (preset a variant names, preset applied instead): field presets
 
     def runs(self) -> list[Run]:
         return [Run(t, v, s) for t in self.tasks for v in self.variants for s in range(self.seeds)]
@@ -210,7 +211,13 @@ def load_study(name: str, scale: str, seeds: int | None = None, experiments_dir:
         names += [m for m in matched if m not in names]  # overlapping patterns are fine
     if anchor not in names:
         raise ConfigError(f"{path}: field anchor {show(anchor)} is not one of the study's variants {names}")
-    variants = tuple(load_variant(n, experiments_dir, total_steps=total_steps) for n in names)
+    presets = _preset_substitutions(data.get("presets", {}), path, experiments_dir)
+    variants = tuple(load_variant(n, experiments_dir, presets=presets, total_steps=total_steps) for n in names)
+    unused = sorted(set(presets) - {v.named_preset for v in variants})
+    if unused:  # a typo would otherwise leave the variants on their own preset without a word
+        named = sorted({v.named_preset or v.preset.name for v in variants})
+        raise ConfigError(f"{path}: field presets: no variant of the study names preset {unused[0]!r} (its variants "
+                          f"name {named})")
     labels: dict[str, Variant] = {}
     for variant in variants:  # a label names a row of every table and a line of every figure
         if variant.label in labels:
@@ -220,11 +227,36 @@ def load_study(name: str, scale: str, seeds: int | None = None, experiments_dir:
     for variant in variants:  # an Atari variant needs Atari tasks (and a MuJoCo one MuJoCo tasks)
         wrong = [t for t in tasks if is_atari(t) != variant.config.is_atari]
         if wrong:
-            kind = "an Atari" if variant.config.is_atari else "a MuJoCo"
+            kind = "an Atari" if variant.config.is_atari else "a vector-observation (MLP)"
             raise ConfigError(f"{path}: field {task_field}: {wrong[0]!r} cannot be trained by variant "
                               f"{variant.name} ({variant.path}), {kind} configuration (network {variant.config.network})")
+        discrete = [t for t in tasks if not is_atari(t) and discrete_actions(t)]
+        if discrete and variant.config.algorithm not in DISCRETE_MLP_ALGORITHMS:
+            raise ConfigError(f"{path}: field {task_field}: {discrete[0]!r} has discrete actions, which variant "
+                              f"{variant.name} ({variant.path}) cannot train: algorithm {variant.config.algorithm} is "
+                              "implemented for continuous actions only (discrete: "
+                              f"{', '.join(DISCRETE_MLP_ALGORITHMS)})")
     report = data.get("report", "table1")
     if report not in REPORTS:
         raise ConfigError(f"{path}: field report must be one of {list(REPORTS)}, got {show(report)}")
     return Study(name, scale, sc["label"], sc.get("reduced", True), tasks, variants, n_seeds,
-                 total_steps, anchor, path, report)
+                 total_steps, anchor, path, report, tuple(presets.items()))
+
+
+def _preset_substitutions(value, path: Path, experiments_dir: Path) -> dict[str, str]:
+    """The study's ``presets`` field: {preset a variant names: preset its overrides apply to instead}, both
+    names of files in experiments/presets/. One study runs the same variant files on other tasks' settings
+    (classic.yaml: Table 1's variants, written on ppo_mujoco_paper, on ppo_classic)."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"{path}: field presets must be a mapping {{preset named by variants: preset to use}}, "
+                          f"got {show(value)}")
+    available = sorted(p.stem for p in (experiments_dir / "presets").glob("*.yaml"))
+    for named, used in value.items():
+        if named == used:
+            raise ConfigError(f"{path}: field presets maps preset {named!r} to itself; leave it out")
+        for name in (named, used):
+            check_name(name, "field presets: preset", str(path))
+            if name not in available:
+                raise ConfigError(f"{path}: field presets: no preset {name!r} "
+                                  f"({experiments_dir / 'presets' / name}.yaml does not exist); available: {available}")
+    return dict(value)

@@ -167,9 +167,9 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
     return results
 
 
-# Statistics that are NaN by definition for some runs (no clipping: no clip fraction; constant returns:
-# no explained variance), so NaN there is not divergence.
-NAN_ALLOWED = {"clipfrac", "explained_variance"}
+# Statistics that are NaN by definition for some runs (no clipping: no clip fraction and no annealed ε;
+# constant returns: no explained variance), so NaN there is not divergence.
+NAN_ALLOWED = {"clipfrac", "clip_epsilon", "explained_variance"}
 
 
 CHECKPOINT_KEYS = {"fingerprint", "iteration", "algorithm", "sample_rng", "envs", "log", "update_rows", "timing_rows",

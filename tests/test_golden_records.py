@@ -5,8 +5,9 @@ alters a run's floats (an optimizer epsilon, an order of operations, a seed deri
 makes every later run incomparable with them, without any error anywhere else. So tests/golden/ keeps one
 tiny run per algorithm and code path (tests/golden/regenerate.py, GOLDENS: PPO with each objective of
 Table 1, A2C, A2C with trust region, TRPO, adaptive VPG and CEM on Hopper-v5; PPO, A2C and ACER with replay
-on Atari Breakout), and this test trains each again in memory, resolved as the pipeline resolves it
-(ppo.config.load_variant with the scale's total_steps, ppo.study.Run), on one thread, and requires its
+on Atari Breakout; PPO's categorical MLP policy on CartPole-v1), and this test trains each again in memory,
+resolved as the pipeline resolves it (ppo.config.load_variant with the scale's total_steps and the study's
+presets, ppo.study.Run), on one thread, and requires its
 episodes and updates tables to be identical to the golden's, bit for bit: every float is compared by its
 repr, which round-trips exactly. The whole module takes about 35 s of one core (CPU time; longer in wall time on a busy machine).
 
@@ -107,8 +108,9 @@ def test_records_are_identical_to_the_golden(golden):
     gold.check_checkout()  # compare this checkout's code, not an installed copy of another one
     record = load_golden(golden)
     defined = {"variant": golden.variant, "task": golden.task, "seed": golden.seed,
-               "total_steps": golden.total_steps, "overrides": golden.overrides}
-    stored = {k: record[k] for k in defined}
+               "total_steps": golden.total_steps, "overrides": golden.overrides,
+               **({"presets": golden.presets} if golden.presets else {})}
+    stored = {k: record.get(k) for k in defined}
     assert stored == defined, (f"golden {golden.name} is defined as {defined} in tests/golden/regenerate.py but "
                                f"was made as {stored}: regenerate it (`{REGENERATE} {golden.name}`)")
     reason = skip_reason(record)

@@ -1,12 +1,13 @@
-"""Shared set-up of the actor-critic algorithms (PPO, A2C, TRPO, VPG): per-run Gaussian policy and value
-networks in one batched parameter buffer, an observation normalizer, and their checkpoint state."""
+"""Shared set-up of the actor-critic algorithms (PPO, A2C, TRPO, VPG): per-run policy and value networks in
+one batched parameter buffer (Gaussian or categorical MLPs, or Atari's convolutional network), an observation
+normalizer, and their checkpoint state."""
 from __future__ import annotations
 
 import math
 
 import torch
 
-from ..batched import BatchedAdam, GaussianActorCritic
+from ..batched import BatchedAdam, CategoricalActorCritic, GaussianActorCritic
 from ..convnet import CNNActorCritic
 from ..normalizer import ObsNormalizer
 from ..rollout import Batch, GroupContext, collect_atari_batch, collect_batch
@@ -19,9 +20,13 @@ class ActorCriticAlgorithm:
         if cfg.is_atari:  # frames in [0, 255] are scaled by the network; no running normalizer
             self.agent = CNNActorCritic(cfg.network, envs.obs_shape, envs.num_actions, ctx.init_gens)
             self.normalizer = None
-        else:
-            self.agent = GaussianActorCritic(envs.obs_dim, envs.act_dim, cfg.hidden_sizes, cfg.init,
-                                             cfg.log_std_init, ctx.init_gens)
+        else:  # vector observations: separate policy and value MLPs, categorical or Gaussian by the action space
+            if getattr(envs, "discrete", False):  # LockstepEnvs says; stand-ins for continuous tasks need not
+                self.agent = CategoricalActorCritic(envs.obs_dim, envs.num_actions, cfg.hidden_sizes, cfg.init,
+                                                    ctx.init_gens)
+            else:
+                self.agent = GaussianActorCritic(envs.obs_dim, envs.act_dim, cfg.hidden_sizes, cfg.init,
+                                                 cfg.log_std_init, ctx.init_gens)
             self.normalizer = ObsNormalizer(ctx.num_runs, envs.obs_dim, cfg.obs_clip, cfg.obs_norm)
         self.flat = self.agent.params.flat  # every parameter of every run, [G, P]
         self.batch_size = cfg.num_envs * cfg.horizon  # samples per run per iteration

@@ -153,8 +153,8 @@ class PPO(ActorCriticAlgorithm):
                "clipfrac": clipfrac, "surrogate": stats[5], "kl": batch_kl, "beta": beta_used,
                "explained_variance": batch.explained_variance, "learning_rate": np.full(G, lr),
                "rollout_seconds": batch.rollout_seconds}
-        if cfg.clip_schedule != "constant":
-            out["clip_epsilon"] = clip_eps.view(G)
+        if cfg.clip_schedule != "constant":  # NaN for a run without clipping (ε = ∞), like its clip fraction
+            out["clip_epsilon"] = torch.where(self.clip_eps.view(G).isfinite(), clip_eps.view(G), torch.nan)
         if cfg.target_kl is not None:
             out["minibatch_steps"] = steps_taken
         if hasattr(agent, "log_std"):

@@ -152,3 +152,29 @@ def test_missing_random_score_is_a_clear_error(study):
     assert proc.returncode == 1
     assert "no random score for task(s) ['Swimmer-v5']" in proc.stderr
     assert str(randoms[0]) in proc.stderr
+
+
+def test_report_on_tasks_the_paper_never_trained(tmp_path, make_run, make_random):
+    """The same synthetic study on CartPole-v1 and Acrobot-v1 (classic control): normalised as on MuJoCo, but the
+    paper's Table 1 column stays empty and every output says why instead of comparing with the paper."""
+    renamed = {"Hopper-v5": "CartPole-v1", "Swimmer-v5": "Acrobot-v1"}
+    for (task, variant), values in SCORES.items():
+        for seed, value in enumerate(values):
+            make_run(renamed[task], variant, seed, [value] * 3)
+    randoms = [make_random("CartPole-v1", [-1.0, 1.0]), make_random("Acrobot-v1", [-10.0])]
+    out = tmp_path / "report"
+    argv = ["--runs", str(tmp_path / "runs"), "--random", *map(str, randoms),
+            "--reference-dir", str(REPO / "reference"), "--out-dir", str(out), "--n-resamples", "200",
+            "--curve-points", "5"]
+    assert _load_script().main(argv) == 0
+    t1 = pd.read_csv(out / "table1.csv").set_index("variant")
+    assert t1.loc["clip_0.2", "ours"] == pytest.approx(0.65) and t1.loc["no_clip", "ours"] == pytest.approx(2 / 3)
+    assert t1["published"].isna().all() and t1["rank_published"].isna().all()
+    md = (out / "table1.md").read_text()
+    assert "Tasks: Acrobot-v1, CartPole-v1. The paper has no experiments on these tasks" in md
+    assert "(paper:" not in md and "MuJoCo v" not in md  # no budget, version or seed comparison with the paper
+    agreement = json.loads((out / "rank_agreement.json").read_text())
+    assert agreement["n"] == 0 and "no number here is compared with the paper's" in agreement["note"]
+    assert "checks" not in agreement
+    refs = pd.read_csv(out / "per_task_clip0.2.csv")
+    assert set(refs["task"]) == {"CartPole-v1", "Acrobot-v1"} and refs["ref_source"].isna().all()

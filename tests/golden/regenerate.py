@@ -49,7 +49,8 @@ from ppo.train import RunSpec, train_group  # noqa: E402
 TABLES = ("episodes", "updates")  # the deterministic records of a run (timing holds wall-clock measures)
 # The packages whose versions can change a run's floats; a golden is only compared under the same ones.
 NUMERIC_PACKAGES = {"mujoco": ("torch", "numpy", "gymnasium", "mujoco"),
-                    "atari": ("torch", "numpy", "gymnasium", "ale-py")}
+                    "atari": ("torch", "numpy", "gymnasium", "ale-py"),
+                    "classic": ("torch", "numpy", "gymnasium")}
 RECORDED_PACKAGES = ("torch", "numpy", "gymnasium", "mujoco", "ale-py", "pandas", "pyarrow")
 
 
@@ -62,14 +63,20 @@ class Golden:
     why: str  # the code path it pins
     seed: int = 0
     overrides: dict = field(default_factory=dict, hash=False)  # further load_variant overrides (rare)
+    presets: dict = field(default_factory=dict, hash=False)  # a study's presets field, as load_study applies it
 
     @property
     def kind(self) -> str:
-        return "atari" if self.task.startswith("ALE/") else "mujoco"
+        if self.task.startswith("ALE/"):
+            return "atari"
+        return "classic" if self.task in CLASSIC_TASKS else "mujoco"
 
 
 MUJOCO = "Hopper-v5"  # terminations within a few dozen steps: many episodes, 3-dimensional actions
 ATARI = "ALE/Breakout-v5"
+CLASSIC = "CartPole-v1"  # discrete actions: the categorical MLP policy (study classic)
+CLASSIC_TASKS = (CLASSIC,)
+CLASSIC_PRESETS = {"ppo_mujoco_paper": "ppo_classic"}  # experiments/studies/classic.yaml's presets field
 
 GOLDENS = (
     # PPO on MuJoCo: one per term of the objective (ppo/objective.py) that Table 1 turns on or off.
@@ -94,6 +101,12 @@ GOLDENS = (
     # the on-policy step, the buffer, Poisson replay counts and off-policy corrections in 2 iterations.
     Golden("atari_acer", "atari_acer", ATARI, 640, "ACER on Atari: on-policy step, then replay (replay_start lowered)",
            overrides={"acer": {"replay_start": 20, "buffer_size": 100}}),
+    # Classic control (study classic): the categorical policy on the MLP, the Table 1 variants on ppo_classic
+    # (orthogonal init, minibatch advantages, gradient clipping, time limits bootstrapped).
+    Golden("classic_clip_0.2", "clip_0.2", CLASSIC, 4096, "PPO, categorical MLP policy on CartPole (study classic)",
+           presets=CLASSIC_PRESETS),
+    Golden("classic_kl_adaptive_0.01", "kl_adaptive_0.01", CLASSIC, 6144,
+           "PPO, categorical MLP policy, adaptive KL penalty (the categorical KL drives β)", presets=CLASSIC_PRESETS),
 )
 BY_NAME = {g.name: g for g in GOLDENS}
 
@@ -115,7 +128,7 @@ def check_checkout() -> None:
 
 def resolve(golden: Golden) -> Run:
     """The run as the pipeline would resolve it at a scale with ``golden.total_steps``."""
-    variant = load_variant(golden.variant, total_steps=golden.total_steps, **golden.overrides)
+    variant = load_variant(golden.variant, presets=golden.presets, total_steps=golden.total_steps, **golden.overrides)
     return Run(golden.task, variant, golden.seed)
 
 
@@ -182,6 +195,7 @@ def golden_record(golden: Golden, tables: dict[str, pd.DataFrame]) -> dict:
         "name": golden.name, "why": golden.why, "variant": golden.variant, "variant_label": run.variant.label,
         "preset": run.variant.preset.name, "task": golden.task, "env_version": task_version(golden.task),
         "seed": golden.seed, "total_steps": golden.total_steps, "overrides": golden.overrides,
+        **({"presets": golden.presets} if golden.presets else {}),
         "run_id": run.run_id, "algorithm": cfg.algorithm, "algorithm_key": cfg.algorithm_key,
         "config_digest": run.config_digest, "config": cfg.to_dict(),
         "compared_packages": list(NUMERIC_PACKAGES[golden.kind]),

@@ -16,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from analysis.report_tables import write_table  # noqa: E402
 from ppo.atari import is_atari  # noqa: E402
 from ppo.config import EXPERIMENTS_DIR, ConfigError, _read_yaml  # noqa: E402
+from ppo.envs import task_family  # noqa: E402
 from ppo.study import load_study  # noqa: E402
 
 
@@ -39,11 +40,17 @@ def deviations(study) -> pd.DataFrame:
         for setting, value in protocol["settings"].items():
             rows.append({"preset": f"(protocol {name})", "setting": setting, "value": shown(value),
                          "paper_states_it": False, "source_of_choice": protocol["sources"][setting]})
+    for named, used in study.presets:
+        rows.append({"preset": "(study)", "setting": "presets", "value": f"{named} -> {used}", "paper_states_it": False,
+                     "source_of_choice": f"the variants name preset {named}; study {study.name} applies their "
+                                         f"overrides to {used} instead (its field presets)"})
     atari = any(is_atari(t) for t in study.tasks)
+    classic = not atari and not all(task_family(t) == "MuJoCo" for t in study.tasks)
     rows.append({"preset": "(study)", "setting": "tasks", "value": ", ".join(study.tasks), "paper_states_it": False,
                  "source_of_choice": "paper: gym's 2017 Atari ids, whose names fixed some protocol settings; here "
                                      "ale-py's ALE/<Game>-v5 with every setting from the protocol" if atari else
-                                     "paper: the -v1 tasks of gym 0.9, no longer available"})
+                                     "the paper has no experiments on gymnasium's classic-control and Box2D tasks"
+                                     if classic else "paper: the -v1 tasks of gym 0.9, no longer available"})
     rows.append({"preset": "(study)", "setting": "budget", "value": f"{study.total_steps} steps x {study.seeds} seeds",
                  "paper_states_it": not study.reduced, "source_of_choice": study.label})
     df = pd.DataFrame(rows)

@@ -48,7 +48,7 @@ from analysis.curves import (  # noqa: E402
     sample_efficiency,
 )
 from analysis.io import ReportError, RunDataError, check_random, load_random, load_study  # noqa: E402
-from analysis.protocol import difference_notes  # noqa: E402
+from analysis.protocol import NO_PAPER_NUMBERS, difference_notes, outside_paper  # noqa: E402
 from analysis.references import (  # noqa: E402
     load_references,
     load_sb3_scores,
@@ -147,11 +147,14 @@ def run_report(args: argparse.Namespace) -> dict[str, Path]:
     published = load_published_table1(args.reference_dir / "ppo2017_table1.csv")
     references = load_references(args.reference_dir / "mujoco_reference_scores.csv")
     notes = difference_notes(manifests, scores, args.random, args.reference_dir, args.window, args.budget_note)
+    # The paper's Table 1 column is for its MuJoCo tasks: beside other tasks (classic control) it stays empty.
+    no_paper = outside_paper(manifests["task"].unique(), args.reference_dir)
 
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written: dict[str, Path] = {}
-    t1 = table1(scores, random_scores, paper_rows(manifests), published, args.n_resamples, seed=args.seed)
+    t1 = table1(scores, random_scores, None if no_paper else paper_rows(manifests), None if no_paper else published,
+                args.n_resamples, seed=args.seed)
     write_table(t1, out / "table1.csv", out / "table1.md", notes, "Table 1: average normalised score", {"rank_ours": 1, "rank_published": 1})
     written["table1"] = out / "table1.csv"
     normalized = normalize_scores(scores, random_scores)
@@ -191,6 +194,8 @@ def run_report(args: argparse.Namespace) -> dict[str, Path]:
     agreement = rank_agreement(t1)
     agreement = {k: _json_number(v) if isinstance(v, float) else v for k, v in agreement.items()}
     agreement["method"] = "scipy.stats.spearmanr of ours vs published over variants with a published value"
+    if no_paper:
+        agreement["note"] = NO_PAPER_NUMBERS
     if agreement["n"] >= 3 and {"no_clip", args.variant} <= set(t1["variant"]):
         agreement["checks"] = paper_checks(scores, random_scores, t1.set_index("variant")["published"],
                                            anchor=args.variant, seed=args.seed)
