@@ -285,7 +285,7 @@ CASES = [
     Case("config: no seeds", "snakemake", edit("config/config.yaml", "seeds: null", "seeds: 0"),
          (r"config/config\.yaml", "field seeds", "0 is less than the minimum of 1"), args={"argv": ["-n"]}),
     Case("config: scale the study does not define", "snakemake", edit("config/config.yaml", "scale: reduced", "scale: huge"),
-         (r"studies/table1\.yaml", "scale 'huge' \\(config scale\\) is not defined"), args={"argv": ["-n"]}),
+         (r"studies/classic\.yaml", "scale 'huge' \\(config scale\\) is not defined"), args={"argv": ["-n"]}),
     # A results folder that cannot be written: refused before training, nothing touched.
     Case("results folder is a file, training job", "job", write("results", "not a folder\n"),
          (r"^error: .*results/table1/smoke/runs/Hopper-v5/clip_0\.2/seed0: cannot create it, .*results is a file",
@@ -293,7 +293,7 @@ CASES = [
     Case("read-only results folder, pipeline", "snakemake", chain(finished_results, lambda root: _read_only(root / "results")),
          (r"cannot write results: results/table1/smoke/runs/\S+: cannot write in results/table1/smoke/runs "
           r"\(Permission denied\)", "no job was started"),
-         args={"argv": ["--cores", "1", "--config", "scale=smoke"], "unprivileged": True}),
+         args={"argv": ["--cores", "1", "--config", "studies=[table1]", "scale=smoke"], "unprivileged": True}),
     # Damaged records, after results exist: named in one line, left where they are.
     Case("run's episodes.parquet cut in half", "report",
          chain(finished_results, cut_in_half(f"{RUNS}/Hopper-v5/clip_0.2/seed0/episodes.parquet")),

@@ -12,6 +12,10 @@ ROOT = Path(__file__).resolve().parent.parent
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 
 
+# The MuJoCo and Atari studies (the default, studies=[classic], is tested in tests/test_classic_control.py)
+STUDIES = "studies=[table1,figure3,atari]"
+
+
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
     dest = tmp_path_factory.mktemp("project")
@@ -21,7 +25,7 @@ def project(tmp_path_factory):
 
 
 def snakemake(project, *args):
-    return subprocess.run([*SNAKEMAKE, "--cores", "2", "--config", "scale=smoke", *args],
+    return subprocess.run([*SNAKEMAKE, "--cores", "2", "--config", "scale=smoke", STUDIES, *args],
                           cwd=project, capture_output=True, text=True, timeout=900)
 
 
@@ -45,7 +49,7 @@ def test_smoke_pipeline_produces_the_report(project):
     assert (project / "logs/figure3/smoke/copy_Hopper-clip_0.2-seed0.log").exists()
     assert not list((project / "logs/figure3/smoke").glob("train_*-ppo-*.log"))
     # Nothing left to do on a second invocation.
-    again = subprocess.run([*SNAKEMAKE, "-n", "--config", "scale=smoke"], cwd=project, capture_output=True, text=True)
+    again = subprocess.run([*SNAKEMAKE, "-n", "--config", "scale=smoke", STUDIES], cwd=project, capture_output=True, text=True)
     assert "Nothing to be done" in again.stdout + again.stderr
 
 
@@ -67,7 +71,7 @@ def test_bad_experiment_file_stops_the_plan_and_keeps_results(project):
 
 def planned_training(project, *config):
     """Run directories the dry-run would train, read from its `python -m ppo.run` shell commands."""
-    plan = subprocess.run([*SNAKEMAKE, "-n", "-p", "--config", "scale=smoke", *config], cwd=project,
+    plan = subprocess.run([*SNAKEMAKE, "-n", "-p", "--config", "scale=smoke", STUDIES, *config], cwd=project,
                           capture_output=True, text=True)
     assert plan.returncode == 0, plan.stdout[-2000:] + plan.stderr[-2000:]
     dirs = set()
