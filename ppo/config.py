@@ -705,7 +705,8 @@ def load_claim(data, path: Path, config: PPOConfig) -> Claim:
     _check_keys(data, {"direction", "tasks", "margin", "mechanism"}, {"direction"}, path, "claim.")
     direction = data["direction"]
     if direction not in CLAIM_DIRECTIONS:
-        raise ConfigError(f"{path}: field claim.direction must be one of {list(CLAIM_DIRECTIONS)}, got {show(direction)}")
+        raise ConfigError(f"{path}: field claim.direction must be one of {list(CLAIM_DIRECTIONS)}, "
+                          f"got {show(direction)}")
     tasks = data.get("tasks", [])
     if (not isinstance(tasks, list) or len(tasks) > 100
             or not all(isinstance(t, str) and _ENV_NAME.fullmatch(t) for t in tasks)):
@@ -726,11 +727,13 @@ def load_claim(data, path: Path, config: PPOConfig) -> Claim:
         _check_keys(mechanism, {"stat", "op", "value"}, {"stat", "op", "value"}, path, "claim.mechanism.")
         stat, op, value = mechanism["stat"], mechanism["op"], mechanism["value"]
         if stat not in CLAIM_STATS:
-            raise ConfigError(f"{path}: field claim.mechanism.stat must be one of {list(CLAIM_STATS)}, got {show(stat)}")
+            raise ConfigError(f"{path}: field claim.mechanism.stat must be one of {list(CLAIM_STATS)}, "
+                              f"got {show(stat)}")
         if op not in CLAIM_OPS:
             raise ConfigError(f"{path}: field claim.mechanism.op must be one of {list(CLAIM_OPS)}, got {show(op)}")
         if value != "anchor" and not _is_number(value):
-            raise ConfigError(f"{path}: field claim.mechanism.value must be a finite number or 'anchor', got {show(value)}")
+            raise ConfigError(f"{path}: field claim.mechanism.value must be a finite number or 'anchor', "
+                              f"got {show(value)}")
         if stat == "early_stop_fraction" and config.target_kl is None:
             raise ConfigError(f"{path}: field claim.mechanism.stat early_stop_fraction needs target_kl, which this "
                               "variant does not set")
