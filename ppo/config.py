@@ -664,6 +664,86 @@ def load_preset(name: str, experiments_dir: Path = EXPERIMENTS_DIR) -> Preset:
     return Preset(name=name, config=data["config"], choices=data["choices"], path=path)
 
 
+# A variant's claim, in a form a report can check (the ``details`` report; analysis/details.py): the direction of
+# the effect on the normalised score against the study's anchor and, optionally, the mechanism the claim names,
+# as one per-update statistic of the runs compared with a number or with the anchor's value. It is read by the
+# reports only: it never enters a run's settings or digest, so writing one re-trains nothing.
+CLAIM_DIRECTIONS = ("better", "worse", "none")  # the score rises | falls | hardly moves (|effect| < margin)
+CLAIM_STATS = ("approx_kl", "kl", "clipfrac", "entropy", "explained_variance", "early_stop_fraction",
+               "diverged_fraction")  # updates.parquet columns, mean per run; and two fractions (analysis/details.py)
+CLAIM_OPS = ("<", ">")
+_ENV_NAME = re.compile(r"[A-Z][A-Za-z0-9]{0,49}")  # a task without its version: HalfCheetah, Pong
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    stat: str  # one of CLAIM_STATS
+    op: str  # "<" | ">"
+    value: float | str  # a number, or "anchor": the anchor's value of the same statistic
+
+
+@dataclass(frozen=True)
+class Claim:
+    direction: str  # one of CLAIM_DIRECTIONS: the predicted effect on the score against the anchor
+    tasks: tuple[str, ...] = ()  # the tasks the claim is about, without version ("HalfCheetah"); () = all
+    margin: float | None = None  # direction "none" only: the largest |effect| that is "little change"
+    mechanism: Mechanism | None = None
+
+    def text(self) -> str:
+        """The prediction in a few words, as the claims table prints it."""
+        if self.direction == "none":
+            score = f"score within ±{self.margin:g} of the anchor"
+        else:
+            score = f"score {'above' if self.direction == 'better' else 'below'} the anchor"
+        where = f" on {', '.join(self.tasks)}" if self.tasks else ""
+        return score + where + (f"; {self.mechanism_text()}" if self.mechanism else "")
+
+    def mechanism_text(self) -> str:
+        m = self.mechanism
+        return "" if m is None else f"{m.stat} {m.op} {m.value if isinstance(m.value, str) else f'{m.value:g}'}"
+
+
+def load_claim(data, path: Path, config: PPOConfig) -> Claim:
+    """Validate a variant's ``claim`` mapping; every error names the file and the field."""
+    _check_keys(data, {"direction", "tasks", "margin", "mechanism"}, {"direction"}, path, "claim.")
+    direction = data["direction"]
+    if direction not in CLAIM_DIRECTIONS:
+        raise ConfigError(f"{path}: field claim.direction must be one of {list(CLAIM_DIRECTIONS)}, "
+                          f"got {show(direction)}")
+    tasks = data.get("tasks", [])
+    if (not isinstance(tasks, list) or len(tasks) > 100
+            or not all(isinstance(t, str) and _ENV_NAME.fullmatch(t) for t in tasks)):
+        raise ConfigError(f"{path}: field claim.tasks must be a list of task names without version "
+                          f"(e.g. [HalfCheetah, Swimmer]), got {show(tasks)}")
+    if len(set(tasks)) != len(tasks):
+        raise ConfigError(f"{path}: field claim.tasks names a task twice: {show(tasks)}")
+    margin = data.get("margin")
+    if direction == "none" and margin is None:
+        raise ConfigError(f"{path}: field claim.margin is needed with direction none: the largest change of the "
+                          "normalised score (random = 0, best = 1) that counts as little change, e.g. 0.1")
+    if direction != "none" and margin is not None:
+        raise ConfigError(f"{path}: field claim.margin applies to direction none only (this claim is {direction})")
+    if margin is not None and not (_is_number(margin) and 0 < margin <= 1):
+        raise ConfigError(f"{path}: field claim.margin must be a number in (0, 1], got {show(margin)}")
+    mechanism = data.get("mechanism")
+    if mechanism is not None:
+        _check_keys(mechanism, {"stat", "op", "value"}, {"stat", "op", "value"}, path, "claim.mechanism.")
+        stat, op, value = mechanism["stat"], mechanism["op"], mechanism["value"]
+        if stat not in CLAIM_STATS:
+            raise ConfigError(f"{path}: field claim.mechanism.stat must be one of {list(CLAIM_STATS)}, "
+                              f"got {show(stat)}")
+        if op not in CLAIM_OPS:
+            raise ConfigError(f"{path}: field claim.mechanism.op must be one of {list(CLAIM_OPS)}, got {show(op)}")
+        if value != "anchor" and not _is_number(value):
+            raise ConfigError(f"{path}: field claim.mechanism.value must be a finite number or 'anchor', "
+                              f"got {show(value)}")
+        if stat == "early_stop_fraction" and config.target_kl is None:
+            raise ConfigError(f"{path}: field claim.mechanism.stat early_stop_fraction needs target_kl, which this "
+                              "variant does not set")
+        mechanism = Mechanism(stat, op, value if isinstance(value, str) else float(value))
+    return Claim(direction, tuple(tasks), None if margin is None else float(margin), mechanism)
+
+
 @dataclass(frozen=True)
 class Variant:
     name: str
@@ -675,6 +755,7 @@ class Variant:
     path: Path
     description: str | None = None  # the claim the variant tests, in a sentence or two (optional)
     named_preset: str = ""  # the preset the variant file names, when a study put another in its place
+    claim: Claim | None = None  # the same claim, machine-readable (optional; never part of the run's settings)
 
 
 def load_variant(name: str, experiments_dir: Path = EXPERIMENTS_DIR, *, presets: dict[str, str] | None = None,
@@ -686,7 +767,8 @@ def load_variant(name: str, experiments_dir: Path = EXPERIMENTS_DIR, *, presets:
     path = experiments_dir / "variants" / f"{name}.yaml"
     check_name(name, "variant name", str(path))
     data = _read_yaml(path)
-    _check_keys(data, {"label", "preset", "overrides", "paper_row", "description"}, {"label", "preset"}, path)
+    _check_keys(data, {"label", "preset", "overrides", "paper_row", "description", "claim"}, {"label", "preset"},
+                path)
     check_label(data["label"], str(path))
     description = data.get("description")
     if description is not None and (not isinstance(description, str) or len(description) > MAX_DESCRIPTION
@@ -722,6 +804,7 @@ def load_variant(name: str, experiments_dir: Path = EXPERIMENTS_DIR, *, presets:
         for key, value in paper_row.items():  # written to every manifest, read back by the reports
             if not isinstance(value, str) or len(value) > MAX_LABEL or not value.isprintable():
                 raise ConfigError(f"{path}: field paper_row.{key} must be one line of text, got {show(value)}")
+    claim = load_claim(data["claim"], path, config) if data.get("claim") is not None else None
     return Variant(name, data["label"], preset, overrides, config, paper_row, path,
                    description=" ".join(description.split()) if description else None,
-                   named_preset=named if named != preset_name else "")
+                   named_preset=named if named != preset_name else "", claim=claim)

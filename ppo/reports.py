@@ -15,6 +15,7 @@ class Report:
     random_scores: bool = False  # --random: our random policy's scores are the zero point (MuJoCo)
     anchor: bool = False  # --variant: the study's anchor variant gets its own table
     sb3_reference: bool = False  # --sb3-dir: compared with the published Stable-Baselines3 runs
+    variant_files: bool = False  # --variant-files: the study's variant files (their descriptions and claims)
     headline: str = ""  # the output (a markdown table) the report's first page and ./repro's last screen show
     headline_columns: tuple[str, ...] = ()  # the columns of it they show (all if empty)
 
@@ -53,4 +54,14 @@ REPORTS = {
          ("atari_curves.png", "atari_curves.rst"), ("atari_references.csv", "atari_references.rst"),
          ("atari_references.md", None)), headline="atari_aggregate.md",
         headline_columns=("source", "variant_label", "n_runs", "iqm", "iqm_ci_low", "iqm_ci_high", "median")),
+    "details": Report(  # implementation details and the tutorials' mistakes against the paper preset, claim by claim
+        "details_report.py",
+        (("details_effects.csv", "details_effects.rst"), ("details_effects.md", None),
+         ("details_per_task.csv", "details_per_task.rst"), ("details_per_task.md", None),
+         ("details_claims.csv", "details_claims.rst"), ("details_claims.md", None),
+         ("details_modern.csv", "details_modern.rst"), ("details_modern.md", None),
+         ("details_curves.png", "details_curves.rst"), ("details_mechanisms.png", "details_mechanisms.rst")),
+        random_scores=True, anchor=True, variant_files=True, headline="details_claims.md",
+        headline_columns=("variant_label", "prediction", "effect", "effect_ci_low", "effect_ci_high",
+                          "mechanism_found", "verdict")),
 }

@@ -191,7 +191,7 @@ def load_study(name: str, scale: str, seeds: int | None = None, experiments_dir:
         n_seeds = _positive_int(sc["seeds"], f"scales.{scale}.seeds", path, MAX_SEEDS)
     else:
         n_seeds = _positive_int(seeds, "seeds", f"pipeline config (overriding {path} scales.{scale}.seeds)", MAX_SEEDS)
-    tasks = _names(data["tasks"], "tasks", path)
+    tasks = study_tasks = _names(data["tasks"], "tasks", path)
     task_field = f"scales.{scale}.tasks" if "tasks" in sc else "tasks"  # a scale's own list replaces it
     if "tasks" in sc:
         tasks = _names(sc["tasks"], task_field, path)
@@ -236,6 +236,12 @@ def load_study(name: str, scale: str, seeds: int | None = None, experiments_dir:
                               f"{variant.name} ({variant.path}) cannot train: algorithm {variant.config.algorithm} is "
                               "implemented for continuous actions only (discrete: "
                               f"{', '.join(DISCRETE_MLP_ALGORITHMS)})")
+    names_of_tasks = {task_name(t) for t in study_tasks}
+    for variant in variants:  # a claim about a task the study never trains could never be checked
+        unknown = [t for t in (variant.claim.tasks if variant.claim else ()) if t not in names_of_tasks]
+        if unknown:
+            raise ConfigError(f"{variant.path}: field claim.tasks: {unknown[0]!r} is not a task of study {name} "
+                              f"({path}: tasks {sorted(names_of_tasks)})")
     report = data.get("report", "table1")
     if report not in REPORTS:
         raise ConfigError(f"{path}: field report must be one of {list(REPORTS)}, got {show(report)}")

@@ -61,3 +61,22 @@ def test_every_detail_and_mistake_is_a_one_change_variant_of_the_paper_preset():
     assert (modern.init, modern.lr_schedule, modern.max_grad_norm, modern.vf_clip, modern.reward_norm,
             modern.adv_norm) == ("orthogonal", "linear", 0.5, 0.2, True, "minibatch")
     assert len(study.variants) == 17 and len(study.runs()) == 7 * 17 * 3
+
+
+def test_a_claim_is_read_by_the_reports_only_and_never_changes_a_run(experiments):
+    """The machine-readable claim (ppo/config.py load_claim) is parsed, and adding one changes neither the run's
+    settings nor its digest, so no record goes stale."""
+    path = experiments / "variants" / "mistake_epochs_20.yaml"
+    before = load_study("details", "smoke", experiments_dir=experiments)
+    variant = next(v for v in before.variants if v.name == "mistake_epochs_20")
+    assert variant.claim.direction == "worse" and variant.claim.mechanism.value == "anchor"
+    assert variant.claim.text() == "score below the anchor; kl > anchor"
+    text = path.read_text()
+    write(path, text[: text.index("\nclaim:")] + "\n")
+    after = load_study("details", "smoke", experiments_dir=experiments)
+    assert next(v for v in after.variants if v.name == "mistake_epochs_20").claim is None
+    assert [(r.run_id, r.config_digest) for r in before.runs()] == [(r.run_id, r.config_digest) for r in after.runs()]
+    claims = {v.name: v.claim for v in before.variants}
+    assert claims["detail_time_limit_bootstrap"].tasks == ("HalfCheetah", "Swimmer", "Reacher")
+    assert claims["detail_target_kl_0.015"].margin == 0.1 and claims["clip_0.2"] is None
+    assert claims["detail_orthogonal_init"] is None  # its description states no direction

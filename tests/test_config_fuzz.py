@@ -48,9 +48,16 @@ def document(structured) -> st.SearchStrategy[str]:
     return st.one_of(dumped, raw_yaml, st.tuples(dumped, raw_yaml).map("".join), with_hostile)
 
 
+claims = st.fixed_dictionaries({}, optional={  # ppo/config.py load_claim
+    "direction": either(st.sampled_from(["better", "worse", "none"])),
+    "tasks": either(st.lists(st.sampled_from(["Hopper", "HalfCheetah", "Hopper-v5", "", "a b"]), max_size=3)),
+    "margin": either(st.floats(min_value=-1, max_value=2)),
+    "mechanism": either(st.fixed_dictionaries({}, optional={
+        "stat": either(st.sampled_from(["kl", "approx_kl", "early_stop_fraction", "kl_div"])),
+        "op": either(st.sampled_from(["<", ">", ">="])), "value": either(st.just("anchor"), st.floats())}))})
 variant_docs = document(st.fixed_dictionaries(
     {"label": either(st.just("fuzz")), "preset": either(st.sampled_from(WORDS[:3]))},
-    optional={"overrides": st.dictionaries(keys, values, max_size=5), "paper_row": values}))
+    optional={"overrides": st.dictionaries(keys, values, max_size=5), "paper_row": values, "claim": either(claims)}))
 study_docs = document(st.fixed_dictionaries({
     "tasks": either(st.lists(st.sampled_from(WORDS[3:6]), min_size=1, max_size=2)),
     "variants": either(st.lists(st.sampled_from(["clip_0.2", "no_clip", "fuzz*", "a2c"]), min_size=1, max_size=2)),

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import test_analysis_cli
 import test_atari
+import test_details
 import test_figure3
 
 from ppo.reports import REPORTS
@@ -24,6 +25,8 @@ def tiny_study(kind: str, root: Path, make_run, make_random) -> tuple[Path, list
         return root / "runs", [make_random("Hopper-v5", [-1.0, 1.0]), make_random("Swimmer-v5", [-10.0])], "clip_0.2"
     if kind == "figure3":
         return (*test_figure3.build_study(root), "clip_0.2")
+    if kind == "details":
+        return (*test_details.build_study(root), "clip_0.2")
     if kind == "atari":
         return test_atari.build_study(root), [], "atari_ppo"
     raise AssertionError(f"report {kind} has no tiny study here: add one")
@@ -42,6 +45,8 @@ def test_report_writes_exactly_its_declared_outputs(kind, tmp_path, make_run, ma
         argv += ["--variant", anchor]
     if rep.sb3_reference:
         argv += ["--sb3-dir", str(REPO / "published" / "sb3_reference")]
+    if rep.variant_files:
+        argv += ["--variant-files", *map(str, test_details.variant_files(runs))]
     spec = importlib.util.spec_from_file_location(f"report_{kind}", REPO / "workflow" / "scripts" / rep.script)
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)

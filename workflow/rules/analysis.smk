@@ -12,6 +12,11 @@ REPORT_FILES = []
 SB3_REFERENCE_FILES = sorted(str(p) for p in Path("published/sb3_reference").glob("*/seed*/*"))
 
 
+def variant_files(study):
+    """The study's variant files, relative to the project (inputs of a report that reads their claims)."""
+    return [os.path.relpath(v.path, PROJECT) for v in study.variants]
+
+
 def report_options(rep, study):
     """The script and the options only some reports take (the rule quotes each). A rule's shell command is evaluated
     again when its job runs, after this loop has moved on, so it can name nothing but the job's own values."""
@@ -24,6 +29,8 @@ def report_options(rep, study):
     options += ["--n-resamples", str(config["bootstrap"]["n_resamples"]), "--seed", str(config["bootstrap"]["seed"])]
     if rep.sb3_reference:
         options += ["--sb3-dir", "published/sb3_reference"]
+    if rep.variant_files:
+        options += ["--variant-files", *variant_files(study)]
     return options
 
 
@@ -73,6 +80,7 @@ for _study in STUDIES:
             manifests=manifests(_study),
             random=[random_score(t) for t in _study.tasks] if _report.random_scores else [],
             sb3=SB3_REFERENCE_FILES if _report.sb3_reference else [],
+            variants=variant_files(_study) if _report.variant_files else [],
         output:
             [f"{_out}/{name}" if caption is None else report(f"{_out}/{name}", caption=f"../report/{caption}", category=_cat)
              for name, caption in _files],
