@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The paper-scale Table 1 and Figure 3 grid, trained in the background across sessions that may each be
-# stopped after a few hours (README "The paper at its own scale"):
+# stopped after a few hours (docs/paper-scale.md):
 #
 #   scripts/paper_grid.sh start [REV]   train from a clone at a committed revision (default: this repo's HEAD)
 #   scripts/paper_grid.sh status        what is running, what has finished, core-hours so far

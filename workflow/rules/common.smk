@@ -139,7 +139,7 @@ def expected_seconds(study, group):
     return 3 * len(group.runs) * study.total_steps / speed
 
 
-# PPO on one core, Mnih 2016 network, measured alone (README "How fast"); A2C is faster per step
+# PPO on one core, Mnih 2016 network, measured alone (docs/performance.md); A2C is faster per step
 ATARI_SECONDS_PER_STEP = 5e-3
 
 
@@ -156,7 +156,7 @@ def memory_mb(study, group):
 
 
 def runtime_minutes(study, group):
-    """A job's time limit on a cluster: 2x the slowest measured rate (README "How fast": MuJoCo 1.0 ms per
+    """A job's time limit on a cluster: 2x the slowest measured rate (docs/performance.md: MuJoCo 1.0 ms per
     step for a run alone, 0.39 ms per run and step in a group of 33; Atari 5 ms per run and step)."""
     if is_atari(group.task):
         return max(10, int(2 * expected_seconds(study, group) / 60))
