@@ -19,7 +19,7 @@ from .layout import RUN_FILES, run_dir, run_id
 from .reports import REPORTS  # the analysis a study's results get
 
 STUDY_KEYS = {"description", "tasks", "variants", "presets", "anchor", "report", "scales"}
-SCALE_KEYS = {"label", "total_steps", "seeds", "tasks", "reduced"}
+SCALE_KEYS = {"label", "total_steps", "seeds", "tasks", "variants", "reduced"}
 MAX_SEEDS = 1000  # runs per task and variant: more would exhaust memory while planning
 MAX_TOTAL_STEPS = 10**10  # environment steps per run: more would never finish
 
@@ -197,7 +197,9 @@ def load_study(name: str, scale: str, seeds: int | None = None, experiments_dir:
         tasks = _names(sc["tasks"], task_field, path)
     for task in tasks:
         (check_atari_task if is_atari(task) else check_task)(task, f"{path}: field {task_field}")
-    patterns = _names(data["variants"], "variants", path)
+    # a scale's own list replaces the study's (a variant that cannot mean itself at that budget is left out)
+    variant_field = f"scales.{scale}.variants" if "variants" in sc else "variants"
+    patterns = _names(sc.get("variants", data["variants"]), variant_field, path)
     anchor = data["anchor"]
     if not isinstance(anchor, str):
         raise ConfigError(f"{path}: field anchor must be a variant name, got {show(anchor)}")
@@ -206,7 +208,7 @@ def load_study(name: str, scale: str, seeds: int | None = None, experiments_dir:
     for pattern in patterns:
         matched = fnmatch.filter(available, pattern)
         if not matched:
-            raise ConfigError(f"{path}: field variants: entry {show(pattern)} matches no file in "
+            raise ConfigError(f"{path}: field {variant_field}: entry {show(pattern)} matches no file in "
                               f"{experiments_dir / 'variants'}")
         names += [m for m in matched if m not in names]  # overlapping patterns are fine
     if anchor not in names:

@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from ppo.config import EXPERIMENTS_DIR
+from ppo.config import EXPERIMENTS_DIR, ConfigError
 from ppo.study import load_study
 
 
@@ -80,3 +80,15 @@ def test_a_claim_is_read_by_the_reports_only_and_never_changes_a_run(experiments
     assert claims["detail_time_limit_bootstrap"].tasks == ("HalfCheetah", "Swimmer", "Reacher")
     assert claims["detail_target_kl_0.015"].margin == 0.1 and claims["clip_0.2"] is None
     assert claims["detail_orthogonal_init"] is None  # its description states no direction
+
+
+def test_a_scale_may_list_its_own_variants(experiments):
+    """The reduced Atari scale leaves ACER out (its replay would never start within 40,960 steps); a scale's
+    list is checked like the study's, and the error names the scale's field."""
+    reduced, paper = load_study("atari", "reduced"), load_study("atari", "paper")
+    assert [v.name for v in reduced.variants] == ["atari_ppo", "atari_a2c"]
+    assert "atari_acer" in {v.name for v in paper.variants}
+    path = experiments / "studies" / "atari.yaml"
+    write(path, path.read_text().replace("variants: [atari_ppo, atari_a2c]", "variants: [atari_ppo, atari_dqn]"))
+    with pytest.raises(ConfigError, match=r"atari\.yaml: field scales\.reduced\.variants: entry 'atari_dqn' matches no file"):
+        load_study("atari", "reduced", experiments_dir=experiments)
