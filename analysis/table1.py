@@ -138,6 +138,22 @@ def table1(
     return out.reset_index(drop=True)[TABLE1_COLUMNS]
 
 
+# Normalised-score differences smaller than this are not called differences, whatever the intervals say: at a
+# ceiling (CartPole's 500, reached by most settings) the bootstrap interval of a setting that always reaches it
+# has zero width, and a setting 0.005 lower would otherwise count as "clearly below" it.
+TIE_MARGIN = 0.02
+
+
+def clearly_below(table: pd.DataFrame, margin: float = TIE_MARGIN) -> tuple[str, list[str], list[str]]:
+    """(best variant, variants within noise of it, variants clearly below it) of a Table 1 (``ours``, ``ci_low``,
+    ``ci_high``; one row per variant). Clearly below: its 95% interval lies wholly under the best one's and its
+    score is at least ``margin`` lower; within noise: every other variant. Order: the table's."""
+    best = table.loc[table["ours"].idxmax()]
+    below = (table["ci_high"] < best["ci_low"]) & (best["ours"] - table["ours"] >= margin)
+    others = table["variant"] != best["variant"]
+    return best["variant"], list(table.loc[others & ~below, "variant"]), list(table.loc[below, "variant"])
+
+
 def rank_agreement(table: pd.DataFrame) -> dict:
     """Spearman rank correlation between ``ours`` and ``published`` where both exist."""
     both = table.dropna(subset=["ours", "published"])

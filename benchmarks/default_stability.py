@@ -4,8 +4,8 @@
 Trains nothing: reads a finished run of the default study with twice its seeds (``./repro --config
 seeds=6`` trains seeds 3-5 beside the default's 0-2), builds Table 1 (the report's own function, with its
 stratified bootstrap intervals) on each half of the seeds separately, and compares them: Spearman's ρ of
-the two rankings, and for each half which settings are clearly below the best one (95% intervals apart)
-and which are within noise of it.
+the two rankings, and for each half which settings are clearly below the best one (the report's rule:
+95% intervals apart and at least analysis.table1.TIE_MARGIN lower) and which are within noise of it.
 
     python benchmarks/default_stability.py --runs results/classic/reduced/runs \
         --random results/random/CartPole-v1.parquet results/random/Acrobot-v1.parquet --halves 0,1,2 3,4,5
@@ -23,13 +23,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from analysis.io import load_random, load_study  # noqa: E402
 from analysis.scores import final_scores  # noqa: E402
-from analysis.table1 import table1  # noqa: E402
+from analysis.table1 import TIE_MARGIN, clearly_below, table1  # noqa: E402
 
 
 def verdicts(table: pd.DataFrame) -> tuple[str, set[str]]:
-    """(best setting, settings whose interval lies wholly below the best one's)."""
-    best = table.loc[table["ours"].idxmax()]
-    return best["variant"], set(table.loc[table["ci_high"] < best["ci_low"], "variant"])
+    """(best setting, settings clearly below it: the report's rule, analysis.table1.clearly_below)."""
+    best, _, below = clearly_below(table)
+    return best, set(below)
 
 
 def main(argv=None) -> int:
@@ -57,7 +57,7 @@ def main(argv=None) -> int:
     for v in a.sort_values("ours", ascending=False).index:
         cells = [f"{t.loc[v, 'ours']:.2f} [{t.loc[v, 'ci_low']:.2f}, {t.loc[v, 'ci_high']:.2f}]        " for t in tables]
         print(f"{a.loc[v, 'variant_label']:<28} " + "  ".join(cells))
-    print(f"Spearman's rho between the halves' rankings: {rho:.2f}")
+    print(f"Spearman's rho between the halves' rankings: {rho:.2f} (differences under {TIE_MARGIN} are ties)")
     for half, t in zip(args.halves, tables):
         best, below = verdicts(t.reset_index())
         print(f"seeds {half}: best {best}; clearly below it: {sorted(below)}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import test_analysis_cli
 import test_atari
@@ -94,5 +95,14 @@ def test_front_page_says_which_settings_are_within_noise():
     table = ("| variant_label | ours | ci_low | ci_high |\n| --- | ---: | ---: | ---: |\n"
              "| A | 0.90 | 0.80 | 0.95 |\n| B | 0.85 | 0.70 | 0.81 |\n| C | 0.40 | 0.30 | 0.79 |")
     note = _script("front_page.py").noise_note(table)
-    assert note.strip() == ("Best: A. Within noise of it (95% intervals overlap): B. Clearly below it: C.")
+    assert note.strip() == ("Best: A. Within noise of it (95% intervals overlap, or less than 0.02 apart): B. "
+                            "Clearly below it: C.")
     assert _script("front_page.py").noise_note(table.replace("0.79", "")) == ""  # no interval, no verdict
+
+
+def test_a_difference_at_the_ceiling_smaller_than_the_margin_is_a_tie():
+    """CartPole: settings that always reach 500 have zero-width intervals; 0.995 is not 'clearly below' 1.0."""
+    from analysis.table1 import clearly_below
+    table = pd.DataFrame({"variant": ["a", "b", "c"], "ours": [1.0, 0.995, 0.80],
+                          "ci_low": [1.0, 0.99, 0.75], "ci_high": [1.0, 0.999, 0.85]})
+    assert clearly_below(table) == ("a", ["b"], ["c"])

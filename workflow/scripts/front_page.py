@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from analysis.io import RunDataError, load_study  # noqa: E402
 from analysis.scores import final_scores  # noqa: E402
+from analysis.table1 import TIE_MARGIN, clearly_below  # noqa: E402
 from ppo.progress import clock  # noqa: E402
 from ppo.study import load_study as load_study_config  # noqa: E402
 
@@ -67,26 +68,23 @@ def study_section(provenance: Path, headline: Path, columns: list[str]) -> tuple
 
 
 def noise_note(table: str) -> str:
-    """Which settings a reader may call different: those whose 95% interval lies wholly below the best
-    setting's, against those whose interval overlaps it (within noise at this number of seeds). Empty
-    when the table has no intervals (one seed, or no ours/ci_low/ci_high columns)."""
+    """Which settings a reader may call different from the best one (analysis.table1.clearly_below: 95%
+    intervals apart and at least TIE_MARGIN lower) and which are within noise of it. Empty when the table
+    has no intervals (one seed, or no ours/ci_low/ci_high columns)."""
     cells = [[c.strip() for c in line.strip().strip("|").split("|")] for line in table.splitlines()]
     head, body = cells[0], cells[2:]
     if not {"ours", "ci_low", "ci_high"} <= set(head):
         return ""
     name = head.index("variant_label") if "variant_label" in head else 0
-    col = {c: head.index(c) for c in ("ours", "ci_low", "ci_high")}
     try:
-        rows = [(r[name], *(float(r[col[c]]) for c in ("ours", "ci_low", "ci_high"))) for r in body]
+        rows = pd.DataFrame([{"variant": r[name], **{c: float(r[head.index(c)]) for c in ("ours", "ci_low", "ci_high")}}
+                             for r in body])
     except ValueError:  # an empty interval: too few runs to say
         return ""
-    best = max(rows, key=lambda r: r[1])
-    within = [r[0] for r in rows if r[3] >= best[2] and r is not best]
-    below = [r[0] for r in rows if r[3] < best[2]]
-    within = within or ["none"]
-    note = (f"\n\nBest: {best[0]}. Within noise of it (95% intervals overlap): {', '.join(within)}."
+    best, within, below = clearly_below(rows)
+    return (f"\n\nBest: {best}. Within noise of it (95% intervals overlap, or less than {TIE_MARGIN} apart): "
+            f"{', '.join(within) or 'none'}."
             + (f" Clearly below it: {', '.join(below)}." if below else " No setting is clearly below it."))
-    return note
 
 
 def published_summary(published: Path) -> list[tuple[str, str, pd.DataFrame]]:
