@@ -9,7 +9,8 @@ Every failure names the offending file, because a study is only as good as its w
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +33,18 @@ class RunDataError(ValueError):
 
 class ReportError(ValueError):
     """Inputs that cannot produce a meaningful report."""
+
+
+def report_main(name: str, parse_args: Callable, run_report: Callable, argv=None) -> int:
+    """A report script's entry point: a bad input (unreadable or malformed runs, an impossible table) is one
+    line on stderr naming the file, and exit code 1; anything else is a bug and keeps its traceback."""
+    args = parse_args(argv)
+    try:
+        run_report(args)
+    except (ReportError, RunDataError) as exc:
+        print(f"{name}: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def find_run_dirs(runs_dir: str | Path) -> list[Path]:

@@ -58,7 +58,7 @@ from analysis.atari_tables import (  # noqa: E402
     win_counts,
 )
 from analysis.atari_curves import default_games, learning_curves_frames, plot_atari_curves  # noqa: E402
-from analysis.io import RunDataError, load_study  # noqa: E402
+from analysis.io import load_study, report_main  # noqa: E402
 from analysis.report_tables import to_markdown, write_table  # noqa: E402
 
 UPDATE_COLUMNS = ("update", "global_step")  # common to every algorithm's updates.parquet
@@ -187,14 +187,7 @@ def run_report(args: argparse.Namespace) -> dict[str, Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point: clear one-line errors for bad inputs, exit code 1."""
-    args = parse_args(argv)
-    try:
-        run_report(args)
-    except RunDataError as exc:
-        print(f"atari_report: error: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 1
-    return 0
+    return report_main("atari_report", parse_args, run_report, argv)
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ from analysis.details import (  # noqa: E402
     plot_mechanisms,
     run_statistics,
 )
-from analysis.io import ReportError, RunDataError, check_random, load_random, load_study  # noqa: E402
+from analysis.io import ReportError, check_random, load_random, load_study, report_main  # noqa: E402
 from analysis.protocol import difference_notes, paper_values  # noqa: E402
 from analysis.report_tables import write_table  # noqa: E402
 from analysis.scores import final_scores  # noqa: E402
@@ -171,14 +171,7 @@ def run_report(args: argparse.Namespace) -> dict[str, Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point: clear one-line errors for bad inputs, exit code 1."""
-    args = parse_args(argv)
-    try:
-        run_report(args)
-    except (ReportError, RunDataError) as exc:
-        print(f"details_report: error: {' '.join(str(exc).split())}", file=sys.stderr)  # one line
-        return 1
-    return 0
+    return report_main("details_report", parse_args, run_report, argv)
 
 
 if __name__ == "__main__":

@@ -47,7 +47,7 @@ from analysis.curves import (  # noqa: E402
     plot_sample_efficiency,
     sample_efficiency,
 )
-from analysis.io import ReportError, RunDataError, check_random, load_random, load_study  # noqa: E402
+from analysis.io import ReportError, check_random, load_random, load_study, report_main  # noqa: E402
 from analysis.protocol import NO_PAPER_NUMBERS, difference_notes, outside_paper  # noqa: E402
 from analysis.references import (  # noqa: E402
     load_references,
@@ -205,14 +205,7 @@ def run_report(args: argparse.Namespace) -> dict[str, Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point: clear one-line errors for bad inputs, exit code 1."""
-    args = parse_args(argv)
-    try:
-        run_report(args)
-    except (ReportError, RunDataError) as exc:
-        print(f"table1_report: error: {' '.join(str(exc).split())}", file=sys.stderr)  # one line
-        return 1
-    return 0
+    return report_main("table1_report", parse_args, run_report, argv)
 
 
 if __name__ == "__main__":
