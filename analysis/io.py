@@ -35,6 +35,23 @@ class ReportError(ValueError):
     """Inputs that cannot produce a meaningful report."""
 
 
+def load_scored_study(runs: Path, manifest_files: list[Path] | None, random_files: list[Path], window: int,
+                      update_columns: Iterable[str] | None = None):
+    """What the MuJoCo reports start from: (episodes, updates, manifests, random_scores, scores). The runs are
+    those of ``manifest_files`` (every run under ``runs`` if None), each task has our random-policy score, and
+    at least one run has a finished episode (scores: analysis.scores.final_scores over ``window`` episodes)."""
+    from .scores import final_scores
+
+    run_dirs = None if manifest_files is None else [m.parent for m in manifest_files]
+    episodes, updates, manifests = load_study(runs, run_dirs, update_columns=update_columns)
+    random_scores = load_random(random_files)
+    check_random(manifests["task"].unique(), random_scores, random_files)
+    scores = final_scores(episodes, window=window)
+    if scores.empty:
+        raise ReportError(f"no run under {runs} has a finished episode")
+    return episodes, updates, manifests, random_scores, scores
+
+
 def report_main(name: str, parse_args: Callable, run_report: Callable, argv=None) -> int:
     """A report script's entry point: a bad input (unreadable or malformed runs, an impossible table) is one
     line on stderr naming the file, and exit code 1; anything else is a bug and keeps its traceback."""

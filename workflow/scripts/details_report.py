@@ -39,10 +39,9 @@ from analysis.details import (  # noqa: E402
     plot_mechanisms,
     run_statistics,
 )
-from analysis.io import ReportError, check_random, load_random, load_study, report_main  # noqa: E402
+from analysis.io import ReportError, load_scored_study, report_main  # noqa: E402
 from analysis.protocol import difference_notes, paper_values  # noqa: E402
 from analysis.report_tables import write_table  # noqa: E402
-from analysis.scores import final_scores  # noqa: E402
 from analysis.table1 import normalize_scores  # noqa: E402
 from ppo.config import ConfigError, load_variant  # noqa: E402
 
@@ -104,13 +103,8 @@ def read_variants(paths: Sequence[Path]) -> dict:
 
 def run_report(args: argparse.Namespace) -> dict[str, Path]:
     """Compute every table and figure and write them; returns the written paths."""
-    run_dirs = None if args.manifests is None else [m.parent for m in args.manifests]
-    episodes, updates, manifests = load_study(args.runs, run_dirs)
-    random_scores = load_random(args.random)
-    check_random(manifests["task"].unique(), random_scores, args.random)
-    scores = final_scores(episodes, window=args.window)
-    if scores.empty:
-        raise ReportError(f"no run under {args.runs} has a finished episode")
+    episodes, updates, manifests, random_scores, scores = load_scored_study(
+        args.runs, args.manifests, args.random, args.window)
     if args.variant not in set(scores["variant"]):
         raise ReportError(f"the anchor {args.variant!r} has no scored run; have {sorted(scores['variant'].unique())}")
     variants = read_variants(args.variant_files)

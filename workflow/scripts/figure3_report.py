@@ -46,10 +46,9 @@ from analysis.figure3 import (  # noqa: E402
     run_algorithms,
     throughput,
 )
-from analysis.io import ReportError, check_random, load_random, load_study, report_main  # noqa: E402
+from analysis.io import load_scored_study, report_main  # noqa: E402
 from analysis.references import load_references  # noqa: E402
 from analysis.report_tables import write_table  # noqa: E402
-from analysis.scores import final_scores  # noqa: E402
 from analysis.table1 import normalize_scores  # noqa: E402
 from analysis.protocol import difference_notes, paper_values  # noqa: E402
 
@@ -118,14 +117,9 @@ def scale_notes(normalized: pd.DataFrame) -> str:
 
 def run_report(args: argparse.Namespace) -> dict[str, Path]:
     """Compute every table and the figure and write them; returns the written paths."""
-    run_dirs = None if args.manifests is None else [m.parent for m in args.manifests]
-    episodes, updates, manifests = load_study(args.runs, run_dirs, update_columns=UPDATE_COLUMNS)
-    run_algorithms(manifests)  # every run names a known algorithm, before any work
-    random_scores = load_random(args.random)
-    check_random(manifests["task"].unique(), random_scores, args.random)
-    scores = final_scores(episodes, window=args.window)
-    if scores.empty:
-        raise ReportError(f"no run under {args.runs} has a finished episode")
+    episodes, updates, manifests, random_scores, scores = load_scored_study(
+        args.runs, args.manifests, args.random, args.window, update_columns=UPDATE_COLUMNS)
+    run_algorithms(manifests)  # every run names a known algorithm
     references = load_references(args.reference_dir / "mujoco_reference_scores.csv")
     paper = paper_values(args.reference_dir, "mujoco")
     paper_steps = float(paper["total_timesteps"]) if paper.get("total_timesteps") else PAPER_STEPS

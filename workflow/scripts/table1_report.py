@@ -47,7 +47,7 @@ from analysis.curves import (  # noqa: E402
     plot_sample_efficiency,
     sample_efficiency,
 )
-from analysis.io import ReportError, check_random, load_random, load_study, report_main  # noqa: E402
+from analysis.io import load_scored_study, report_main  # noqa: E402
 from analysis.protocol import NO_PAPER_NUMBERS, difference_notes, outside_paper  # noqa: E402
 from analysis.references import (  # noqa: E402
     load_references,
@@ -56,7 +56,6 @@ from analysis.references import (  # noqa: E402
     sb3_difference,
 )
 from analysis.report_tables import write_table  # noqa: E402
-from analysis.scores import final_scores  # noqa: E402
 from analysis.table1 import (  # noqa: E402
     load_published_table1,
     normalize_scores,
@@ -137,13 +136,8 @@ def write_aggregates(
 
 def run_report(args: argparse.Namespace) -> dict[str, Path]:
     """Compute every table and figure and write them; returns the written paths."""
-    run_dirs = None if args.manifests is None else [m.parent for m in args.manifests]
-    episodes, _updates, manifests = load_study(args.runs, run_dirs)
-    random_scores = load_random(args.random)
-    check_random(manifests["task"].unique(), random_scores, args.random)
-    scores = final_scores(episodes, window=args.window)
-    if scores.empty:
-        raise ReportError(f"no run under {args.runs} has a finished episode")
+    episodes, _updates, manifests, random_scores, scores = load_scored_study(
+        args.runs, args.manifests, args.random, args.window)
     published = load_published_table1(args.reference_dir / "ppo2017_table1.csv")
     references = load_references(args.reference_dir / "mujoco_reference_scores.csv")
     notes = difference_notes(manifests, scores, args.random, args.reference_dir, args.window, args.budget_note)
