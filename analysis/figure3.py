@@ -45,17 +45,13 @@ from analysis.io import RunDataError
 from analysis.protocol import seed_range
 from analysis.references import REF_COLUMNS, algo_rows, format_steps, reference_columns, task_env_name
 from analysis.stats import bootstrap_ci, mean
+from ppo.algorithms import lines as algorithm_lines
 
-# algorithm (manifest field) -> the leading token of its rows' ``algo`` in
-# reference/mujoco_reference_scores.csv, or None where no row exists. Order = display order.
-ALGORITHMS: dict[str, str | None] = {
-    "ppo": "ppo",
-    "trpo": "trpo",
-    "a2c": "a2c",
-    "a2c_trust_region": None,
-    "vpg_adaptive": None,
-    "cem": None,
-}
+# line (the manifest's ``algorithm``) -> the leading token of its rows' ``algo`` in
+# reference/mujoco_reference_scores.csv, or None where no row exists; in display order. Every algorithm that
+# trains vector-observation tasks declares its lines (ppo/algorithms/<name>.py SPEC).
+ALGORITHMS: dict[str, str | None] = {key: line.reference for key, (spec, line) in algorithm_lines().items()
+                                     if "mlp" in spec.networks}
 NO_REFERENCE = "no published reference in reference/mujoco_reference_scores.csv"
 PAPER_STEPS = 1_000_000  # Sec 6.1 / Figure 3 budget; the script reads it from reference/ when it can
 UPDATE_COLUMNS = ("update", "global_step", "wall_time")  # the updates.parquet columns used here

@@ -259,10 +259,6 @@ def _check_choice(obj, **allowed: tuple) -> None:
 ALGORITHM_SETTINGS = {"a2c": A2CSettings, "acer": ACERSettings, "trpo": TRPOSettings, "vpg": VPGSettings,
                       "cem": CEMSettings}
 ALGORITHMS = ("ppo", *ALGORITHM_SETTINGS)
-# Algorithms that train a discrete-action task with an MLP (classic control, Box2D: a categorical policy);
-# the baselines' updates are written for a Gaussian policy (or, ACER, for Atari).
-DISCRETE_MLP_ALGORITHMS = ("ppo",)
-# Top-level fields only PPO reads; the baselines' own values are in their sections.
 NETWORKS = ("mlp", "cnn_mnih2016", "cnn_nature")
 # Fields added after the first published runs (with Atari, then PPO's implementation details of issue 18); at
 # these defaults they are left out of a run's settings (and so of its digest), so earlier records stay current.
@@ -367,11 +363,12 @@ class PPOConfig:
         if (self.network == "mlp") != (self.env_protocol is None):
             raise ValueError("env_protocol is required with a convolutional network (Atari) and refused with "
                              f"network 'mlp' (MuJoCo); got network {self.network!r}, env_protocol {self.env_protocol!r}")
-        if self.network != "mlp" and self.algorithm not in ("ppo", "a2c", "acer"):
-            raise ValueError(f"algorithm {self.algorithm} has no convolutional (Atari) version; use ppo, a2c or acer")
-        if self.network == "mlp" and self.algorithm == "acer":
-            raise ValueError("algorithm acer is implemented for discrete actions on Atari only (a convolutional "
-                             "network), not with network 'mlp'")
+        from .algorithms import algorithm_spec, specs  # not at import: the algorithms' modules import this one
+        spec = algorithm_spec(self.algorithm)
+        if self.network not in spec.networks:
+            takers = [name for name, other in specs().items() if self.network in other.networks]
+            raise ValueError(f"algorithm {self.algorithm} is implemented with network(s) {list(spec.networks)}, not "
+                             f"{self.network!r} (which {', '.join(takers)} take)")
         if self.network != "mlp" and self.algorithm == "a2c" and (self.a2c.trust_region or self.a2c.return_norm):
             raise ValueError("a2c.trust_region and a2c.return_norm are implemented for MuJoCo (network 'mlp') only")
         if self.algorithm == "ppo" and (self.num_envs * self.horizon) % self.minibatch_size:
@@ -386,12 +383,10 @@ class PPOConfig:
 
     @property
     def algorithm_key(self) -> str:
-        """The algorithm as Figure 3 names its lines: a2c, a2c_trust_region, trpo, vpg(_adaptive), cem, ppo."""
-        if self.algorithm == "a2c" and self.a2c.trust_region:
-            return "a2c_trust_region"
-        if self.algorithm == "vpg" and self.vpg.kl_target is not None:
-            return "vpg_adaptive"
-        return self.algorithm
+        """The line this run is in the records and reports (the manifest's ``algorithm``): its algorithm, or a
+        mode the paper draws apart (a2c_trust_region, vpg_adaptive); declared by ppo/algorithms/<name>.py."""
+        from .algorithms import algorithm_spec
+        return algorithm_spec(self.algorithm).line(self)
 
     @property
     def settings(self):

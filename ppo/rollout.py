@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from .algorithms import specs
 from .batched import CategoricalActorCritic, GaussianActorCritic
-from .config import DISCRETE_MLP_ALGORITHMS, PPOConfig
+from .config import PPOConfig
 from .atari import AtariLockstepEnvs, load_protocol
 from .envs import LockstepEnvs
 from .mujoco_batch import make_lockstep
@@ -112,10 +113,11 @@ def group_context(task: str, configs: list[PPOConfig], root_seeds: list[int]) ->
         envs = AtariLockstepEnvs(task, env_seeds, load_protocol(cfg.env_protocol))
     else:  # the seven MuJoCo v5 tasks batched (gymnasium's results bit for bit), other tasks gymnasium's own
         envs = make_lockstep(task, env_seeds)
-        if envs.discrete and cfg.algorithm not in DISCRETE_MLP_ALGORITHMS:
+        takers = [name for name, spec in specs().items() if spec.discrete_mlp]
+        if envs.discrete and cfg.algorithm not in takers:
             envs.close()
             raise ValueError(f"{task} has discrete actions; algorithm {cfg.algorithm} is implemented for continuous "
-                             f"actions only (discrete-action tasks: {', '.join(DISCRETE_MLP_ALGORITHMS)})")
+                             f"actions only (discrete-action tasks: {', '.join(takers)})")
     return GroupContext(
         configs=list(configs), seeds=seeds, envs=envs,
         log=EpisodeLog(len(configs), E, time.perf_counter()),

@@ -11,7 +11,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import (DISCRETE_MLP_ALGORITHMS, EXPERIMENTS_DIR, ConfigError, Variant, _check_keys, _read_yaml,
+from .algorithms import specs
+from .config import (EXPERIMENTS_DIR, ConfigError, Variant, _check_keys, _read_yaml,
                      check_name, load_variant, show)
 from .atari import check_atari_task, is_atari, load_protocol
 from .envs import check_task, discrete_actions, task_name
@@ -233,11 +234,11 @@ def load_study(name: str, scale: str, seeds: int | None = None, experiments_dir:
             raise ConfigError(f"{path}: field {task_field}: {wrong[0]!r} cannot be trained by variant "
                               f"{variant.name} ({variant.path}), {kind} configuration (network {variant.config.network})")
         discrete = [t for t in tasks if not is_atari(t) and discrete_actions(t)]
-        if discrete and variant.config.algorithm not in DISCRETE_MLP_ALGORITHMS:
+        takers = [name for name, spec in specs().items() if spec.discrete_mlp]
+        if discrete and variant.config.algorithm not in takers:
             raise ConfigError(f"{path}: field {task_field}: {discrete[0]!r} has discrete actions, which variant "
                               f"{variant.name} ({variant.path}) cannot train: algorithm {variant.config.algorithm} is "
-                              "implemented for continuous actions only (discrete: "
-                              f"{', '.join(DISCRETE_MLP_ALGORITHMS)})")
+                              f"implemented for continuous actions only (discrete: {', '.join(takers)})")
     names_of_tasks = {task_name(t) for t in study_tasks}
     for variant in variants:  # a claim about a task the study never trains could never be checked
         unknown = [t for t in (variant.claim.tasks if variant.claim else ()) if t not in names_of_tasks]

@@ -21,7 +21,7 @@ import pandas as pd
 import torch
 
 from . import records
-from .algorithms import algorithm_class
+from .algorithms import algorithm_spec
 from .atari import load_protocol
 from .config import PPOConfig
 from .envs import task_version
@@ -68,7 +68,8 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
     code = records.git_state()  # at the start: the code that ran, even if the tree changes during training
     ctx = group_context(task, [s.config for s in specs], [s.seed for s in specs])
     seeds, start = ctx.seeds, ctx.log.start
-    algo = algorithm_class(cfg.algorithm)(ctx)
+    spec = algorithm_spec(cfg.algorithm)
+    algo = spec.build(ctx)
     update_rows = [[] for _ in range(G)]
     timing_rows = [[] for _ in range(G)]  # wall-clock measures, kept apart from the deterministic records
     alive = np.ones(G, dtype=bool)
@@ -120,7 +121,7 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
         rollout_seconds = stats.pop("rollout_seconds", math.nan)
         stats = {k: np.asarray(v.detach() if isinstance(v, torch.Tensor) else v, dtype=np.float64).reshape(G)
                  for k, v in stats.items()}
-        finite = algo.finite().numpy() & np.all([np.isfinite(v) | np.isnan(v) & (k in NAN_ALLOWED)
+        finite = algo.finite().numpy() & np.all([np.isfinite(v) | np.isnan(v) & (k in spec.nan_allowed)
                                                  for k, v in stats.items()], axis=0)
         seconds = time.perf_counter() - t0
         for g in np.flatnonzero(recorded):
@@ -165,11 +166,6 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
     if checkpoint is not None:
         Path(checkpoint).unlink(missing_ok=True)  # every record is written; nothing left to resume
     return results
-
-
-# Statistics that are NaN by definition for some runs (no clipping: no clip fraction and no annealed ε;
-# constant returns: no explained variance), so NaN there is not divergence.
-NAN_ALLOWED = {"clipfrac", "clip_epsilon", "explained_variance"}
 
 
 CHECKPOINT_KEYS = {"fingerprint", "iteration", "algorithm", "sample_rng", "envs", "log", "update_rows", "timing_rows",

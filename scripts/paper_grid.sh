@@ -36,8 +36,11 @@ case "${1:-status}" in
     # A stopped session leaves Snakemake's lock behind; nothing else uses this clone (checked above).
     "$GRID/.venv/bin/snakemake" --directory "$GRID" --unlock > /dev/null 2>&1 || true
     echo "$(date -Is) start $rev studies=[$STUDIES] group_size=$GROUP_SIZE cores=$CORES" >> "$GRID/grid.history"
-    # setsid: the grid outlives the shell that started it (but not the session).
-    setsid nohup nice -n 19 "$GRID/.venv/bin/snakemake" --directory "$GRID" --snakefile "$GRID/workflow/Snakefile" \
+    # setsid: the grid outlives the shell that started it (but not the session). A new session is its own
+    # scheduler autogroup on Linux, which nice alone does not reach: the group's share drops to nice 19
+    # too, so that anything else on the machine comes first.
+    setsid nohup sh -c 'echo 19 > /proc/self/autogroup 2> /dev/null; exec nice -n 19 "$0" "$@"' \
+      "$GRID/.venv/bin/snakemake" --directory "$GRID" --snakefile "$GRID/workflow/Snakefile" \
       --cores "$CORES" --keep-going --rerun-incomplete \
       --config "studies=[$STUDIES]" scale=paper group_size="$GROUP_SIZE" > "$LOG" 2>&1 < /dev/null &
     echo $! > "$GRID/grid.pid"

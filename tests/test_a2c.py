@@ -355,32 +355,3 @@ def test_a_diverging_run_is_detected_and_does_not_touch_its_group(monkeypatch):
     assert ok.status == "completed"
     for a, b in zip(records(alone), records(ok)):
         pd.testing.assert_frame_equal(a, b, check_exact=True)
-
-
-# ---- real learning: the presets on InvertedPendulum-v5 (about 10 s per run, one core)
-
-LEARN_BUDGET = 64_000  # 800 updates of 16 envs × 5 steps
-LEARN_WINDOW, LEARN_THRESHOLD = 5, 900.0
-# A random policy balances the pole for ~5-10 steps and these presets' first 20 episodes average 6-11. A
-# mean of 900 over 5 consecutive episodes means the pole nearly never falls within the 1000-step limit.
-# Observed with the presets (seeds 0-7, 80k steps), step at which the 5-episode mean first reached 900:
-#   A2C + trust region: 58000, 53376, 57232, 57584, 59168, 61664, 55984, 61824 (8 of 8 seeds);
-#   A2C:                53376, -, -, 49856, 55600, -, 43504, -   (4 of 8 seeds). Seeds 1, 5, 7 never learn:
-#     the return normalization's σ_R grows without bound (2e7-3e8) because the joint 0.5 gradient-norm
-#     clip, dominated by the raw-scale advantages, starves the critic (with max_grad_norm null they learn
-#     by 55-80k); seed 2 is slower (227 at 70-80k). Both are Tianshou's settings, kept as they are. So the
-#     A2C test pins seed 0, a seed known to learn: it detects a broken update, not A2C's reliability;
-#     the trust-region test runs seeds 0-2.
-
-
-@pytest.mark.parametrize("variant, seeds", [("a2c", [0]), ("a2c_trust_region", [0, 1, 2])])
-def test_preset_learns_inverted_pendulum(variant, seeds):
-    cfg = load_variant(variant, total_steps=LEARN_BUDGET).config
-    runs = train_group([RunSpec(f"seed{s}", "InvertedPendulum-v5", cfg, s) for s in seeds], log=lambda _: None)
-    for run in runs:
-        returns = run.episodes["episode_return"]
-        rolling = returns.rolling(LEARN_WINDOW).mean()
-        assert run.status == "completed"
-        assert returns.iloc[:20].mean() < 50  # it learned, rather than starting there
-        assert rolling.max() >= LEARN_THRESHOLD, \
-            f"{variant} {run.spec.run_id}: best {LEARN_WINDOW}-episode mean {rolling.max():.1f}"

@@ -343,7 +343,8 @@ def test_variant_on_pong_replays():
 
 def test_acer_settings_are_checked():
     base = {"algorithm": "acer", "network": "cnn_mnih2016", "env_protocol": "paper2017"}
-    with pytest.raises(ConfigError, match="not with network 'mlp'"):
+    only_cnn = r"acer is implemented with network\(s\) \['cnn_mnih2016', 'cnn_nature'\], not 'mlp'"
+    with pytest.raises(ConfigError, match=only_cnn):
         build_config({"algorithm": "acer"}, "test")
     with pytest.raises(ConfigError, match="replay_start 60000 exceeds buffer_size"):
         build_config({**base, "acer": {"replay_start": 60000}}, "test")

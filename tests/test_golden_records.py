@@ -27,16 +27,13 @@ algorithm and network family that a variant file uses) has no golden.
 """
 from __future__ import annotations
 
-import importlib
 import json
-import pkgutil
 
 import pytest
 
 import ppo.algorithms
 from golden import regenerate as gold  # tests/golden/regenerate.py (tests/ is on sys.path, as for killing.py)
 from ppo import records
-from ppo.algorithms import algorithm_class
 from ppo.config import ALGORITHMS, EXPERIMENTS_DIR, load_variant
 
 REGENERATE = "python -m tests.golden.regenerate"
@@ -138,10 +135,8 @@ def test_records_are_identical_to_the_golden(golden):
 
 
 def registered_algorithms() -> set[str]:
-    """Every name algorithm_class accepts: the modules of ppo/algorithms with an ALGORITHM, and the config's."""
-    modules = {m.name for m in pkgutil.iter_modules(ppo.algorithms.__path__)
-               if hasattr(importlib.import_module(f"ppo.algorithms.{m.name}"), "ALGORITHM")}
-    return modules | set(ALGORITHMS)
+    """Every algorithm the suite can train: the specs of ppo/algorithms, and the config's names."""
+    return set(ppo.algorithms.specs()) | set(ALGORITHMS)
 
 
 def test_every_algorithm_has_a_golden():

@@ -1,5 +1,6 @@
 """Vanilla policy gradient with an adaptive step size (ppo/algorithms/vpg.py): the step-size rule, the per-run
-Adam, the policy gradient itself, group independence, resume, and learning."""
+Adam, the policy gradient itself, group independence, resume
+(its learning test is in tests/test_conformance.py)."""
 import math
 import time
 
@@ -212,26 +213,3 @@ def test_resume_gives_identical_records(tmp_path, monkeypatch, uninterrupted, ta
         e2, u2 = records(r)
         pd.testing.assert_frame_equal(e1, e2, check_exact=True)
         pd.testing.assert_frame_equal(u1, u2, check_exact=True)
-
-
-# ---------------------------------------------------------------- learning
-
-# 20 iterations of the preset's 2048 steps. Vanilla PG with this small KL target (2e-3) learns slowly: observed
-# with seeds 0-4 (InvertedPendulum-v5, this preset) the mean of the last 20 episodes after 40960 steps is
-# 37.5-62.2 (best 10-episode mean 42.5-67.9), up from 6-8 over the first 20 episodes (random-policy level,
-# ~5-10); it reaches 270-990 after 100k steps (seeds 0-2). The threshold, 25, is three times the random level
-# and below every seed seen.
-LEARN_STEPS = 20 * 2048
-LEARN_THRESHOLD = 25.0
-
-
-def test_vpg_learns_inverted_pendulum():
-    cfg = build_config({**PRESET.config, "total_steps": LEARN_STEPS}, "test")
-    runs = train_group([RunSpec(f"seed{s}", "InvertedPendulum-v5", cfg, s) for s in (0, 1)], log=lambda _: None)
-    for run in runs:
-        returns = run.episodes["episode_return"]
-        assert run.status == "completed"
-        assert returns.iloc[:20].mean() < 12  # it starts at the random policy's level ...
-        last = returns.iloc[-20:].mean()
-        assert last >= LEARN_THRESHOLD, f"{run.spec.run_id}: mean of the last 20 episodes {last:.1f}"  # ... and learns
-        assert run.updates["learning_rate"].nunique() > 1  # the step-size rule acted

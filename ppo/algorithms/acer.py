@@ -39,10 +39,12 @@ import numpy as np
 import torch
 
 from ..batched import per_run_grad_norm_clip
+from ..config import ACERSettings
 from ..convnet import CNNActorCritic
 from ..rollout import GroupContext, explained_variance
 from ..schedule import annealed
 from .a2c import trust_region_projection
+from .spec import CONVNETS, AlgorithmSpec, Line
 
 EPS = 1e-6  # baselines acer: eps in f/(μ + eps), log(f + eps), c/(ρ + eps), f_pol/(f + eps), and the entropy
 
@@ -388,4 +390,23 @@ class ACER:
         return stats
 
 
-ALGORITHM = ACER
+def acer_memory_mb(cfg, num_runs: int, total_steps: int) -> int:
+    """The replay buffer of raw frames: about 8.6 kB per stored agent step and run (6.8 GB at baselines'
+    800k steps), beside one batch."""
+    stored = min(total_steps, cfg.acer.buffer_size * cfg.num_envs)
+    return 1000 + num_runs * int(1500 + 8.6e-3 * stored)
+
+
+SPEC = AlgorithmSpec(
+    name="acer", build=ACER, order=5, settings=ACERSettings,
+    summary="Actor-critic with experience replay (Wang et al. 2016), discrete actions on Atari",
+    lines=(Line("acer", "ACER", variant="atari_acer"),),
+    networks=CONVNETS, continuous=False,
+    nan_allowed=frozenset({"explained_variance"}),
+    memory_mb=acer_memory_mb,
+    # 2 actors x 5 steps per iteration, 8 iterations; replay from the 2nd, a ring of 4 segments
+    tiny={"total_steps": 80, "num_envs": 2, "horizon": 5, "acer": {"buffer_size": 20, "replay_start": 10}},
+    tiny_task="ALE/Pong-v5",
+    group_exact=False,  # a grouped convolution may sum in another order (tests/test_convnet.py)
+    learning=(),  # no Atari game learns in a test's budget: its loss is checked by hand in tests/test_acer.py
+)

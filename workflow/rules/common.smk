@@ -9,6 +9,7 @@ sys.path.insert(0, str(PROJECT))
 # (which Snakemake tracks as code) stay the same on every machine.
 os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
 
+from ppo.algorithms import algorithm_spec
 from ppo.atari import is_atari
 from ppo.config import ConfigError
 from ppo.records import unwritable
@@ -144,15 +145,10 @@ ATARI_SECONDS_PER_STEP = 5e-3
 
 
 def memory_mb(study, group):
-    """A job's memory request. ACER keeps a replay buffer of raw frames per run (about 8.6 kB per stored
-    agent step, ppo/algorithms/acer.py: 6.8 GB at baselines' 800k steps), the others only one batch."""
+    """A job's memory request, as its algorithm declares it (ppo/algorithms/<name>.py SPEC.memory_mb: one
+    batch per run for the on-policy algorithms, ACER's replay buffer of frames)."""
     cfg = group.runs[0].variant.config
-    if cfg.algorithm == "acer":
-        stored = min(study.total_steps, cfg.acer.buffer_size * cfg.num_envs)
-        return 1000 + len(group.runs) * int(1500 + 8.6e-3 * stored)
-    if is_atari(group.task):
-        return 1000 + 500 * len(group.runs)
-    return 1000 + 40 * len(group.runs)
+    return algorithm_spec(cfg.algorithm).memory_mb(cfg, len(group.runs), study.total_steps)
 
 
 def runtime_minutes(study, group):
