@@ -753,6 +753,38 @@ class Variant:
     claim: Claim | None = None  # the same claim, machine-readable (optional; never part of the run's settings)
 
 
+def table1_row(config: PPOConfig) -> dict[str, str] | None:
+    """The row of reference/ppo2017_table1.csv that a PPO config's surrogate is (setting, param), or None:
+    Table 1 varies one term of the objective at a time and has no entropy bonus."""
+    o = config.objective
+    if config.algorithm != "ppo" or o.ent_coef != 0:
+        return None
+    if o.kl_beta == 0:
+        if o.clip_epsilon is None:
+            return {"setting": "no_clipping_or_penalty", "param": ""}
+        return {"setting": "clipping", "param": f"epsilon={o.clip_epsilon:g}"}
+    if o.clip_epsilon is not None:
+        return None  # clipping and a KL penalty together: no row
+    if o.kl_target is not None:
+        return {"setting": "adaptive_kl", "param": f"d_targ={o.kl_target:g}"}
+    return {"setting": "fixed_kl", "param": f"beta={o.kl_beta:g}"}
+
+
+def check_paper_row(paper_row: dict, overrides: dict, config: PPOConfig, path: Path) -> None:
+    """A variant's paper_row must be the Table 1 row its overrides make, and they may change only the
+    surrogate: the report prints the paper's number beside ours on the strength of this claim."""
+    derived = table1_row(config)
+    if derived != paper_row:
+        what = (f"Table 1's row {{setting: {derived['setting']}, param: {derived['param']!r}}}" if derived
+                else "no row of Table 1")
+        raise ConfigError(f"{path}: field paper_row {{setting: {paper_row['setting']}, param: "
+                          f"{paper_row['param']!r}}} does not match the variant's objective, which is {what}")
+    other = sorted(set(overrides) - {"objective"})
+    if other:
+        raise ConfigError(f"{path}: field overrides.{other[0]}: a variant with a paper_row may change only the "
+                          "objective (Table 1 varies the surrogate alone); remove paper_row or the override")
+
+
 def load_variant(name: str, experiments_dir: Path = EXPERIMENTS_DIR, *, presets: dict[str, str] | None = None,
                  **extra: Any) -> Variant:
     """Load ``experiments/variants/<name>.yaml``; ``extra`` overrides (e.g. total_steps) apply last.
@@ -799,6 +831,7 @@ def load_variant(name: str, experiments_dir: Path = EXPERIMENTS_DIR, *, presets:
         for key, value in paper_row.items():  # written to every manifest, read back by the reports
             if not isinstance(value, str) or len(value) > MAX_LABEL or not value.isprintable():
                 raise ConfigError(f"{path}: field paper_row.{key} must be one line of text, got {show(value)}")
+        check_paper_row(paper_row, overrides, config, path)
     claim = load_claim(data["claim"], path, config) if data.get("claim") is not None else None
     return Variant(name, data["label"], preset, overrides, config, paper_row, path,
                    description=" ".join(description.split()) if description else None,

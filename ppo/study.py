@@ -227,6 +227,15 @@ def load_study(name: str, scale: str, seeds: int | None = None, experiments_dir:
             raise ConfigError(f"{variant.path}: field label {variant.label!r} is already the label of "
                               f"{labels[variant.label].path.name}; each variant of study {name} needs its own")
         labels[variant.label] = variant
+    rows: dict[tuple, Variant] = {}
+    for variant in variants:  # the paper's number would be printed beside two of our rows
+        row = (variant.paper_row["setting"], variant.paper_row["param"]) if variant.paper_row else None
+        if row in rows:
+            raise ConfigError(f"{variant.path}: field paper_row {{setting: {row[0]}, param: {row[1]!r}}} is already "
+                              f"claimed by {rows[row].path.name}; each row of Table 1 belongs to one variant of "
+                              f"study {name}")
+        if row is not None:
+            rows[row] = variant
     for variant in variants:  # an Atari variant needs Atari tasks (and a MuJoCo one MuJoCo tasks)
         wrong = [t for t in tasks if is_atari(t) != variant.config.is_atari]
         if wrong:

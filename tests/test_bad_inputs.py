@@ -342,6 +342,21 @@ CASES = [
          (r"variants/broken\.yaml", r"field paper_row\.setting must be one line of text", r"\['clipping'\]")),
     Case("paper_row holding a date", "variant", variant(VARIANT + "paper_row: {setting: 2017-07-20, param: ''}\n"),
          (r"variants/broken\.yaml", r"field paper_row\.setting", "datetime")),
+    # A paper_row is a claim that the paper's number belongs beside ours: it must be what the overrides make.
+    Case("a copied variant keeps the paper_row of the one it was copied from", "variant",
+         variant("label: Clipping, ε = 0.4\npreset: ppo_mujoco_paper\noverrides: {objective: {clip_epsilon: 0.4}}\n"
+                 "paper_row: {setting: clipping, param: \"epsilon=0.2\"}\n"),
+         (r"variants/broken\.yaml", r"field paper_row \{setting: clipping, param: 'epsilon=0\.2'\} does not match",
+          r"param: 'epsilon=0\.4'")),
+    Case("a paper_row beside an override of another setting", "variant",
+         variant("label: x\npreset: ppo_mujoco_paper\noverrides: {objective: {clip_epsilon: 0.2}, epochs: 20}\n"
+                 "paper_row: {setting: clipping, param: \"epsilon=0.2\"}\n"),
+         (r"variants/broken\.yaml", r"field overrides\.epochs", "only the objective")),
+    Case("two variants of a study claim one row of Table 1", "study",
+         write("experiments/variants/clip_0.20.yaml", "label: Clipping again\npreset: ppo_mujoco_paper\n"
+               "overrides: {objective: {clip_epsilon: 0.2}}\npaper_row: {setting: clipping, param: \"epsilon=0.2\"}\n"),
+         (r"variants/clip_0\.20?\.yaml", r"field paper_row \{setting: clipping, param: 'epsilon=0\.2'\} is already",
+          r"clip_0\.20?\.yaml")),
     Case("a task the driver cannot train", "study",
          study("tasks: [InvertedPendulum-v5, Hopper-v5]", "tasks: [FrozenLake-v1, Hopper-v5]"),
          (r"studies/table1\.yaml", r"field scales\.smoke\.tasks", "'FrozenLake-v1' is not a task this project trains")),
