@@ -2,6 +2,7 @@
 and the copy the pipeline makes of a published run has its records' values exactly."""
 import dataclasses
 import json
+from pathlib import Path
 
 import pandas as pd
 
@@ -11,6 +12,7 @@ from ppo.study import RUN_FILES, is_current, load_study, plan_groups, run_dir
 from ppo.train import RunSpec, train_group
 
 TASK = "InvertedPendulum-v5"
+PUBLISHED = Path(__file__).resolve().parent.parent / "published"
 
 
 def train_smoke_runs(results, study, runs):
@@ -59,3 +61,16 @@ def test_a_published_run_of_another_configuration_is_trained(tmp_path):
     (folder / "manifest.json").write_text(json.dumps({"config_digest": "0" * 16}))
     planned = {r.run_id for _, g in plan_groups([study], 3, tmp_path / "results", tmp_path / "published") for r in g.runs}
     assert run.run_id in planned
+
+
+def test_every_published_run_is_current_under_todays_code(tmp_path):
+    """The frozen results: published/ holds paper-scale runs trained at earlier commits (INDEX.csv names
+    each one's commit). A change that altered what a run is (its settings, their defaults, the digest)
+    would re-plan them for training; a behaviour-preserving change must plan none of them."""
+    index = pd.read_csv(PUBLISHED / "INDEX.csv")
+    assert len(index) >= 100 and index["commit"].nunique() >= 2  # runs from more than one revision
+    studies = [load_study(name, "paper") for name in sorted(set(index["study"]))]
+    planned = {(s.name, r.task, r.variant.name, r.seed) for s, g in plan_groups(studies, 3, tmp_path / "results",
+                                                                               PUBLISHED) for r in g.runs}
+    published = set(index[["study", "task", "variant", "seed"]].itertuples(index=False, name=None))
+    assert not planned & published, sorted(planned & published)[:3]
