@@ -8,6 +8,7 @@ Every failure names the offending file, because a study is only as good as its w
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections.abc import Callable, Iterable
@@ -50,6 +51,39 @@ def load_scored_study(runs: Path, manifest_files: list[Path] | None, random_file
     if scores.empty:
         raise ReportError(f"no run under {runs} has a finished episode")
     return episodes, updates, manifests, random_scores, scores
+
+
+def report_parser(report: str, description: str, reference_help: str, anchor_help: str = "the study's anchor variant",
+                  window: int = 100) -> argparse.ArgumentParser:
+    """The options every report script takes, and those its entry in ppo.reports.REPORTS asks the workflow to
+    pass (workflow/rules/analysis.smk: --random, --variant, --sb3-dir, --variant-files); a script adds its own."""
+    from ppo.reports import REPORTS
+
+    entry = REPORTS[report]
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--runs", required=True, type=Path, help=f"results/<study>/<scale>/runs of a {report} study")
+    p.add_argument("--manifests", nargs="+", type=Path, default=None,
+                   help="only these runs (their manifest.json files); default: every run under --runs")
+    p.add_argument("--reference-dir", required=True, type=Path, help=reference_help)
+    p.add_argument("--out-dir", required=True, type=Path)
+    p.add_argument("--budget-note", action="append", default=[],
+                   help="budget or other difference from the paper (repeatable); printed on the outputs")
+    if entry.random_scores:
+        p.add_argument("--random", required=True, nargs="+", type=Path, help="results/random/<task>.parquet files")
+    if entry.anchor:
+        p.add_argument("--variant", default="clip_0.2", help=anchor_help)
+    if entry.sb3_reference:
+        p.add_argument("--sb3-dir", type=Path, default=None,
+                       help="runs of benchmarks/mujoco_sb3_reference.py (published/sb3_reference) to compare with")
+    if entry.variant_files:
+        p.add_argument("--variant-files", nargs="*", type=Path, default=[],
+                       help="experiments/variants/<name>.yaml of the study: their descriptions and claims")
+    p.add_argument("--window", type=int, default=window, help="episodes in the final score (paper: 100)")
+    p.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap resamples")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--curve-points", type=int, default=100)
+    p.add_argument("--curve-smooth", type=int, default=10, help="episodes averaged per curve point")
+    return p
 
 
 def report_main(name: str, parse_args: Callable, run_report: Callable, argv=None) -> int:

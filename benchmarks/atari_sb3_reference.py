@@ -24,7 +24,6 @@ from pathlib import Path
 
 import ale_py
 import gymnasium as gym
-import numpy as np
 import pandas as pd
 import torch
 

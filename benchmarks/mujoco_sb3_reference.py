@@ -20,7 +20,6 @@ batch), and a time-limit truncation bootstrapped with V(final obs) (ours treats 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor

@@ -41,7 +41,8 @@ import pandas as pd
 import torch
 
 from ppo.atari import AtariLockstepEnvs, is_atari, load_protocol
-from ppo.config import build_config, load_preset, load_variant
+from ppo.config import build_config
+from ppo.experiments import load_preset, load_variant
 from ppo.envs import LockstepEnvs
 from ppo.mujoco_batch import BatchedMujocoEnvs, supported
 from ppo.train import RunSpec, train_group

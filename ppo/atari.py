@@ -25,7 +25,8 @@ import torch
 from ale_py.registration import rom_id_to_name
 from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
 
-from .config import EXPERIMENTS_DIR, ConfigError, _check_keys, _read_yaml, check_name, show
+from .config import ConfigError, check_name, show
+from .experiments import EXPERIMENTS_DIR, check_keys, read_yaml
 
 gym.register_envs(ale_py)  # gymnasium 1.x no longer registers the ALE ids by itself
 ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)  # as AtariEnv does, but before the first banner
@@ -85,11 +86,11 @@ def load_protocol(name: str, experiments_dir: Path = EXPERIMENTS_DIR) -> AtariPr
     if not path.is_file():
         available = sorted(p.stem for p in folder.glob("*.yaml"))
         raise ConfigError(f"{path}: no Atari protocol {show(name)}; available: {available}")
-    data = _read_yaml(path)
-    _check_keys(data, {"description", "settings", "sources"}, {"description", "settings", "sources"}, path)
+    data = read_yaml(path)
+    check_keys(data, {"description", "settings", "sources"}, {"description", "settings", "sources"}, path)
     settings, sources = data["settings"], data["sources"]
-    _check_keys(settings, set(SETTINGS), set(SETTINGS), path, "settings.")
-    _check_keys(sources, set(SETTINGS), set(SETTINGS), path, "sources.")
+    check_keys(settings, set(SETTINGS), set(SETTINGS), path, "settings.")
+    check_keys(sources, set(SETTINGS), set(SETTINGS), path, "sources.")
     for key, text in sources.items():
         if not isinstance(text, str) or not text.strip():
             raise ConfigError(f"{path}: field sources.{key} must be a non-empty text, got {show(text)}")

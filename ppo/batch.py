@@ -23,7 +23,8 @@ from pathlib import Path
 
 import yaml
 
-from .config import PROJECT_ROOT, ConfigError
+from .config import ConfigError
+from .experiments import PROJECT_ROOT
 from .records import git_state
 from .layout import RUN_FILES, run_dir
 from .study import load_study, plan_groups

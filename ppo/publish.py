@@ -23,7 +23,8 @@ from pathlib import Path
 import pandas as pd
 
 from . import records
-from .config import PROJECT_ROOT, ConfigError
+from .config import ConfigError
+from .experiments import PROJECT_ROOT
 from .layout import RUN_FILES, run_dir
 from .study import is_current, load_study
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .config import PROJECT_ROOT
+from .experiments import PROJECT_ROOT
 
 # episodes.parquet and updates.parquet hold only what the config and seed determine, so a rerun writes
 # byte-identical files (tests/test_group_training.py); every wall-clock measure goes to timing.parquet.

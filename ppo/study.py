@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .algorithms import specs
-from .config import (EXPERIMENTS_DIR, ConfigError, Variant, _check_keys, _read_yaml,
-                     check_name, load_variant, show)
+from .config import ConfigError, check_name, show
+from .experiments import EXPERIMENTS_DIR, Variant, check_keys, load_variant, read_yaml
 from .atari import check_atari_task, is_atari, load_protocol
 from .envs import check_task, discrete_actions, task_name
 from .layout import RUN_FILES, run_dir, run_id
@@ -174,14 +174,14 @@ def load_study(name: str, scale: str, seeds: int | None = None, experiments_dir:
     path = experiments_dir / "studies" / f"{name}.yaml"
     check_name(name, "study name", f"pipeline config (studies), {path}")
     check_name(scale, "scale", f"pipeline config (scale), {path}")
-    data = _read_yaml(path)
-    _check_keys(data, STUDY_KEYS, {"tasks", "variants", "scales", "anchor"}, path)
+    data = read_yaml(path)
+    check_keys(data, STUDY_KEYS, {"tasks", "variants", "scales", "anchor"}, path)
     scales = _mapping(data["scales"], "scales", path)
     if scale not in scales:
         raise ConfigError(f"{path}: scale {scale!r} (config scale) is not defined; "
                           f"defined scales: {sorted(map(str, scales))}")
     sc = _mapping(scales[scale], f"scales.{scale}", path)
-    _check_keys(sc, SCALE_KEYS, {"total_steps", "seeds", "label"}, Path(f"{path} (scales.{scale})"))
+    check_keys(sc, SCALE_KEYS, {"total_steps", "seeds", "label"}, Path(f"{path} (scales.{scale})"))
     if not isinstance(sc["label"], str) or len(sc["label"]) > 500 or not sc["label"].isprintable():
         raise ConfigError(f"{path}: field scales.{scale}.label must be one line of text (at most 500 characters), "
                           f"got {show(sc['label'])}")

@@ -39,8 +39,12 @@ def history(run_dir: Path) -> list[dict]:
         updates = updates.merge(timing.drop(columns="global_step"), on="update", how="left")
     rows = [(int(r.global_step), 0, {EPISODE_METRICS[k]: getattr(r, k) for k in EPISODE_METRICS})
             for r in episodes.itertuples()]
-    rows += [(int(r.global_step), 1, {UPDATE_METRICS[k]: getattr(r, k) for k in UPDATE_METRICS if hasattr(r, k)})
-             for r in updates.itertuples()]
+    # every statistic an algorithm records: CleanRL's names where CleanRL has one, the rest under "stats/"
+    # (TRPO's line search, ACER's replay, PPO's early stopping...), so no algorithm's statistics are lost
+    names = {k: UPDATE_METRICS.get(k, f"stats/{k}") for k in updates.columns
+             if k not in ("update", "global_step") and pd.api.types.is_numeric_dtype(updates[k])}
+    rows += [(int(r["global_step"]), 1, {name: r[k] for k, name in names.items()})
+             for r in updates.to_dict("records")]
     rows.sort(key=lambda row: row[:2])
     return [{"global_step": step, **metrics} for step, _, metrics in rows]
 

@@ -15,7 +15,9 @@ import ppo.algorithms.a2c
 import ppo.train
 from ppo.algorithms.a2c import (A2C, kl_gradient_wrt_statistics, policy_gradient_wrt_statistics,
                                 trust_region_projection)
-from ppo.config import A2CSettings, PPOConfig, load_variant
+from ppo.config import PPOConfig
+from ppo.experiments import load_variant
+from ppo.settings import A2CSettings
 from ppo.rollout import GroupContext
 from ppo.train import RunSpec, train_group
 

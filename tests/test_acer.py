@@ -14,7 +14,8 @@ from ppo.algorithms.acer import (ACER, EPS, ReplayBuffer, Segment, collect_segme
                                  encode_frames, gain_gradient_wrt_probs, importance_weights, kl_gradient_wrt_probs,
                                  retrace_targets)
 from ppo.algorithms.a2c import trust_region_projection
-from ppo.config import ConfigError, build_config, load_variant
+from ppo.config import ConfigError, build_config
+from ppo.experiments import load_variant
 from ppo.rollout import GroupContext, group_context
 from ppo.train import RunSpec, train_group
 from killing import kill_then_resume

@@ -10,7 +10,8 @@ from gymnasium.wrappers import AtariPreprocessing
 
 from ppo.atari import (AtariLockstepEnvs, AtariProtocol, check_atari_task, is_atari, load_protocol,
                        make_atari_env)
-from ppo.config import EXPERIMENTS_DIR, ConfigError
+from ppo.config import ConfigError
+from ppo.experiments import EXPERIMENTS_DIR
 
 PAPER = load_protocol("paper2017")
 MACHADO = load_protocol("machado2018")

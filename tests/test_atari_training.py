@@ -7,13 +7,13 @@ import shutil
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
 import ppo.algorithms.base
 import ppo.rollout
 from ppo.algorithms import algorithm_class
 from ppo.atari import load_protocol
-from ppo.config import EXPERIMENTS_DIR, ConfigError, build_config, load_preset, load_variant
+from ppo.config import ConfigError, build_config
+from ppo.experiments import EXPERIMENTS_DIR, load_preset, load_variant
 from ppo.rollout import collect_atari_batch, group_context
 from ppo.study import load_study
 from ppo.train import RunSpec, env_protocol_record, train_group

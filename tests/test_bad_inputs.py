@@ -8,7 +8,7 @@ Every case checks the same three things:
   is an unreadable checkpoint set aside as ``<name>.corrupt``.
 
 Each case says where the error surfaces (``where``):
-- ``variant``, ``preset``, ``study``: the experiment loaders (ppo.config, ppo.study). The Snakefile calls
+- ``variant``, ``preset``, ``study``: the experiment loaders (ppo.experiments, ppo.study). The Snakefile calls
   them when it is parsed, so these errors stop the pipeline before any job starts;
 - ``snakemake``: the pipeline itself, in a subprocess (config/config.yaml schema, scale, read-only results);
 - ``job``: ``python -m ppo.run`` (a training job), called in-process;
@@ -37,7 +37,8 @@ import pytest
 import torch
 
 import ppo.run
-from ppo.config import ConfigError, load_variant
+from ppo.config import ConfigError
+from ppo.experiments import load_variant
 from ppo.study import load_study
 from ppo.train import load_checkpoint
 
@@ -154,7 +155,6 @@ def half_a_checkpoint() -> bytes:
 
 # ---- the corpus ------------------------------------------------------------------------------------------
 
-CONFIG_XFAIL = "needs ppo/config.py: "
 CASES = [
     # Bad YAML.
     Case("bad YAML in a variant", "variant", variant("label: [unclosed\n"),

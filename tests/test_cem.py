@@ -13,7 +13,9 @@ import torch
 import ppo.envs
 import ppo.train
 from ppo.algorithms.cem import extra_variance, generation, refit, sample_population
-from ppo.config import CEMSettings, ConfigError, build_config, load_preset
+from ppo.config import ConfigError, build_config
+from ppo.experiments import load_preset
+from ppo.settings import CEMSettings
 from ppo.envs import LockstepEnvs
 from ppo.rollout import EpisodeLog, group_context
 from ppo.train import RunSpec, train_group

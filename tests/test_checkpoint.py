@@ -10,7 +10,8 @@ import ppo.envs
 import ppo.algorithms.ppo
 import ppo.train
 from ppo import records
-from ppo.config import Objective, PPOConfig
+from ppo.config import PPOConfig
+from ppo.settings import Objective
 from ppo.train import RunSpec, train_group
 from killing import Killed, kill_at
 

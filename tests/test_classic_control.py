@@ -13,7 +13,8 @@ import torch
 import ppo.envs
 from killing import Killed, kill_at
 from ppo.batched import CategoricalActorCritic
-from ppo.config import ConfigError, load_variant
+from ppo.config import ConfigError
+from ppo.experiments import load_variant
 from ppo.envs import LockstepEnvs, check_task, discrete_actions
 from ppo.study import load_study
 from ppo.train import RunSpec, train_group

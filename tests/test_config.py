@@ -4,7 +4,8 @@ import shutil
 
 import pytest
 
-from ppo.config import EXPERIMENTS_DIR, ConfigError
+from ppo.config import ConfigError
+from ppo.experiments import EXPERIMENTS_DIR
 from ppo.study import load_study
 
 
@@ -64,7 +65,7 @@ def test_every_detail_and_mistake_is_a_one_change_variant_of_the_paper_preset():
 
 
 def test_a_claim_is_read_by_the_reports_only_and_never_changes_a_run(experiments):
-    """The machine-readable claim (ppo/config.py load_claim) is parsed, and adding one changes neither the run's
+    """The machine-readable claim (ppo/experiments.py load_claim) is parsed, and adding one changes neither the run's
     settings nor its digest, so no record goes stale."""
     path = experiments / "variants" / "mistake_epochs_20.yaml"
     before = load_study("details", "smoke", experiments_dir=experiments)

@@ -17,7 +17,8 @@ from killing import kill_then_resume
 from ppo import config as config_module
 from ppo.algorithms import lines, specs
 from ppo.algorithms.spec import Algorithm
-from ppo.config import ALGORITHMS, PPOConfig, build_config, load_variant
+from ppo.config import ALGORITHMS, PPOConfig, build_config
+from ppo.experiments import load_variant
 from ppo.rollout import group_context
 from ppo.train import RunSpec, train_group
 

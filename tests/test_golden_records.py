@@ -6,7 +6,7 @@ makes every later run incomparable with them, without any error anywhere else. S
 tiny run per algorithm and code path (tests/golden/regenerate.py, GOLDENS: PPO with each objective of
 Table 1, A2C, A2C with trust region, TRPO, adaptive VPG and CEM on Hopper-v5; PPO, A2C and ACER with replay
 on Atari Breakout; PPO's categorical MLP policy on CartPole-v1), and this test trains each again in memory,
-resolved as the pipeline resolves it (ppo.config.load_variant with the scale's total_steps and the study's
+resolved as the pipeline resolves it (ppo.experiments.load_variant with the scale's total_steps and the study's
 presets, ppo.study.Run), on one thread, and requires its
 episodes and updates tables to be identical to the golden's, bit for bit: every float is compared by its
 repr, which round-trips exactly. The whole module takes about 35 s of one core (CPU time; longer in wall time on a busy machine).
@@ -34,7 +34,8 @@ import pytest
 import ppo.algorithms
 from golden import regenerate as gold  # tests/golden/regenerate.py (tests/ is on sys.path, as for killing.py)
 from ppo import records
-from ppo.config import ALGORITHMS, EXPERIMENTS_DIR, load_variant
+from ppo.config import ALGORITHMS
+from ppo.experiments import EXPERIMENTS_DIR, load_variant
 
 REGENERATE = "python -m tests.golden.regenerate"
 

@@ -4,11 +4,11 @@ import dataclasses
 
 import numpy as np
 import pandas as pd
-import pytest
 import torch
 
 import ppo.algorithms.ppo
-from ppo.config import Objective, PPOConfig
+from ppo.config import PPOConfig
+from ppo.settings import Objective
 from ppo.train import RunSpec, train_group
 
 # Small but complete: several updates, episode ends by termination (Hopper falls) and by the time limit.

@@ -14,7 +14,8 @@ from gymnasium.wrappers.utils import RunningMeanStd
 import ppo.algorithms.ppo
 from killing import Killed, kill_at
 from ppo.batched import GaussianActorCritic
-from ppo.config import ConfigError, Objective, PPOConfig, build_config
+from ppo.config import ConfigError, PPOConfig, build_config
+from ppo.settings import Objective
 from ppo.normalizer import RewardScaler
 from ppo.objective import value_loss
 from ppo.rollout import Batch, RolloutSignals, recompute_advantages, standardized

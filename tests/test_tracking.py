@@ -1,7 +1,6 @@
 """The wandb sink: CleanRL names in global-step order, offline by default, nothing touched in training."""
-import os
-from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from ppo.config import PPOConfig
@@ -27,7 +26,10 @@ def test_history_uses_cleanrl_names_in_step_order(run_dir):
     updates = [e for e in entries if "losses/approx_kl" in e]
     assert len(updates) == 2 and updates[-1]["global_step"] == 256
     assert {"losses/clipfrac", "losses/explained_variance", "charts/SPS", "charts/learning_rate"} <= set(updates[0])
-    import pandas as pd
+    # every other statistic of the run is exported too, under stats/ (none is dropped for want of a name)
+    recorded = set(pd.read_parquet(run_dir / "updates.parquet").columns) - {"update", "global_step"}
+    assert {f"stats/{k}" for k in recorded if k not in tracking.UPDATE_METRICS} <= set(updates[0])
+    assert "stats/surrogate" in updates[0]
     episodes = pd.read_parquet(run_dir / "episodes.parquet")
     assert [e["charts/episodic_return"] for e in returns] == episodes["episode_return"].tolist()
 

@@ -13,7 +13,9 @@ import ppo.algorithms.trpo as trpo
 import ppo.train
 from ppo.algorithms.base import column_slices, fit_value, policy_parameter_names
 from ppo.batched import GaussianActorCritic
-from ppo.config import TRPOSettings, build_config, load_preset
+from ppo.config import build_config
+from ppo.experiments import load_preset
+from ppo.settings import TRPOSettings
 from ppo.rollout import collect_batch, group_context
 from ppo.train import RunSpec, train_group
 import ppo.algorithms.base

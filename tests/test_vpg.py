@@ -13,7 +13,9 @@ import ppo.envs
 import ppo.algorithms.vpg as vpg
 import ppo.train
 from ppo.batched import GaussianActorCritic
-from ppo.config import VPGSettings, build_config, load_preset
+from ppo.config import build_config
+from ppo.experiments import load_preset
+from ppo.settings import VPGSettings
 from ppo.envs import LockstepEnvs
 from ppo.rollout import EpisodeLog, GroupContext, collect_batch, derive_seeds
 from ppo.train import RunSpec, train_group

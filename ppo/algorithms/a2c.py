@@ -24,7 +24,7 @@ import torch
 
 from .. import gaussian
 from ..batched import BatchedAdam, mlp_forward, per_run_grad_norm_clip
-from ..config import A2CSettings
+from ..settings import A2CSettings
 from ..rollout import GroupContext
 from ..schedule import annealed
 from .base import ActorCriticAlgorithm

@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 from ..batched import per_run_grad_norm_clip
-from ..config import ACERSettings
+from ..settings import ACERSettings
 from ..convnet import CNNActorCritic
 from ..rollout import GroupContext, explained_variance
 from ..schedule import annealed

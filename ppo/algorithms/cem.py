@@ -30,7 +30,8 @@ import numpy as np
 import torch
 
 from ..batched import FlatParameters, mlp_forward, mlp_weights
-from ..config import CEMSettings, ConfigError
+from ..config import ConfigError
+from ..settings import CEMSettings
 from ..normalizer import ObsNormalizer
 from ..rollout import GroupContext
 from .spec import MLP, AlgorithmSpec, LearningCheck, Line

@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 
 from .. import gaussian
-from ..config import TRPOSettings
+from ..settings import TRPOSettings
 from ..rollout import GroupContext
 from .base import PolicyStepThenValueFit, column_slices, policy_parameter_names, to_flat
 from .spec import MLP, AlgorithmSpec, LearningCheck, Line

@@ -17,7 +17,7 @@ import math
 import torch
 
 from .. import gaussian
-from ..config import VPGSettings
+from ..settings import VPGSettings
 from ..rollout import GroupContext
 from .base import PolicyStepThenValueFit
 from .spec import MLP, AlgorithmSpec, LearningCheck, Line

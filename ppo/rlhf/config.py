@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import EXPERIMENTS_DIR, ConfigError, Objective, _read_yaml, deep_merge
+from ..config import ConfigError
+from ..experiments import EXPERIMENTS_DIR, deep_merge, read_yaml
+from ..settings import Objective
 
 RLHF_DIR = EXPERIMENTS_DIR / "rlhf"
 ALGORITHMS = ("ppo", "grpo", "rloo", "remax", "best_of_n")
@@ -281,7 +283,7 @@ class RLHFVariant:
 def load_preset(name: str, rlhf_dir: Path = RLHF_DIR) -> tuple[dict, dict]:
     """The preset's settings as written (validated) and its documented choices."""
     path = rlhf_dir / "presets" / f"{name}.yaml"
-    data = _read_yaml(path)
+    data = read_yaml(path)
     unknown = sorted(set(data) - {"description", "config", "choices"})
     if unknown or "config" not in data or "choices" not in data:
         raise ConfigError(f"{path}: a preset has fields description, config and choices; "
@@ -297,7 +299,7 @@ def load_variant(name: str, rlhf_dir: Path = RLHF_DIR, **extra: Any) -> RLHFVari
     """``experiments/rlhf/variants/<name>.yaml`` resolved on its preset; ``extra`` overrides apply last
     (a study's scale, a test's sizes), as dotted sections: ``extra={"updates": 20}``."""
     path = rlhf_dir / "variants" / f"{name}.yaml"
-    data = _read_yaml(path)
+    data = read_yaml(path)
     unknown = sorted(set(data) - {"label", "preset", "overrides"})
     if unknown:
         raise ConfigError(f"{path}: unknown field(s) {unknown}; allowed: ['label', 'overrides', 'preset']")

@@ -26,7 +26,7 @@ from . import losses as L
 from .config import RLHFConfig
 from .language import Language, response_mask
 from .model import Transformer, generate, response_logits, response_values, sequence_scores, token_log_probs
-from .pretrain import pretrain_sft, sample_sft, score, train_reward_model
+from .pretrain import pretrain_sft, score, train_reward_model
 
 
 @dataclass

@@ -4,7 +4,7 @@
     .venv/bin/python -m tests.golden.regenerate clip_0.2   # some of them, by name
 
 Each golden is one tiny run of a variant of experiments/variants/, resolved exactly as the pipeline resolves
-it (ppo.config.load_variant with the study scale's total_steps, ppo.study.Run for its id and config digest),
+it (ppo.experiments.load_variant with the study scale's total_steps, ppo.study.Run for its id and config digest),
 trained in memory by ppo.train.train_group on one CPU thread (the pipeline's setting), and kept as
 
     tests/golden/<name>/episodes.csv   the run's episodes table  } canonical CSV: one line per row, floats
@@ -24,7 +24,6 @@ import argparse
 import csv
 import hashlib
 import io
-import json
 import sys
 import time
 from dataclasses import dataclass, field
@@ -41,7 +40,7 @@ import torch  # noqa: E402
 
 import ppo  # noqa: E402
 from ppo import records  # noqa: E402
-from ppo.config import load_variant  # noqa: E402
+from ppo.experiments import load_variant  # noqa: E402
 from ppo.envs import task_version  # noqa: E402
 from ppo.study import Run  # noqa: E402
 from ppo.train import RunSpec, train_group  # noqa: E402

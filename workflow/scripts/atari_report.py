@@ -58,7 +58,7 @@ from analysis.atari_tables import (  # noqa: E402
     win_counts,
 )
 from analysis.atari_curves import default_games, learning_curves_frames, plot_atari_curves  # noqa: E402
-from analysis.io import load_study, report_main  # noqa: E402
+from analysis.io import load_study, report_main, report_parser  # noqa: E402
 from analysis.report_tables import to_markdown, write_table  # noqa: E402
 
 UPDATE_COLUMNS = ("update", "global_step")  # common to every algorithm's updates.parquet
@@ -66,24 +66,12 @@ UPDATE_COLUMNS = ("update", "global_step")  # common to every algorithm's update
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options; see the module docstring for an example."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--runs", required=True, type=Path, help="results/atari/<scale>/runs")
-    p.add_argument("--manifests", nargs="+", type=Path, default=None,
-                   help="only these runs (their manifest.json files); default: every manifest.json under --runs")
-    p.add_argument("--reference-dir", required=True, type=Path,
-                   help="folder with ppo2017_table6_atari.csv, ppo2017_table2_atari_wins.csv, "
-                        "atari_random_human.csv, atari_reference_scores.csv")
-    p.add_argument("--out-dir", required=True, type=Path)
-    p.add_argument("--budget-note", action="append", default=[],
-                   help="budget or other difference from the paper (repeatable); printed on every output")
+    p = report_parser("atari", __doc__.split("\n\n")[0],
+                      "folder with ppo2017_table6_atari.csv, ppo2017_table2_atari_wins.csv, atari_random_human.csv, "
+                      "atari_reference_scores.csv", window=WINDOW)
     p.add_argument("--human-table", default=DEFAULT_HUMAN_TABLE, choices=sorted(HUMAN_TABLES),
                    help="which random/human table of atari_random_human.csv normalises the scores")
     p.add_argument("--games", nargs="+", default=None, help="games of the curves (default: the first 6 by name)")
-    p.add_argument("--window", type=int, default=WINDOW, help="episodes in the final score (paper: 100)")
-    p.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap resamples")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
-    p.add_argument("--curve-points", type=int, default=100)
-    p.add_argument("--curve-smooth", type=int, default=10, help="episodes averaged per curve point")
     return p.parse_args(argv)
 
 

@@ -39,11 +39,12 @@ from analysis.details import (  # noqa: E402
     plot_mechanisms,
     run_statistics,
 )
-from analysis.io import ReportError, load_scored_study, report_main  # noqa: E402
+from analysis.io import ReportError, load_scored_study, report_main, report_parser  # noqa: E402
 from analysis.protocol import difference_notes, paper_values  # noqa: E402
 from analysis.report_tables import write_table  # noqa: E402
 from analysis.table1 import normalize_scores  # noqa: E402
-from ppo.config import ConfigError, load_variant  # noqa: E402
+from ppo.config import ConfigError  # noqa: E402
+from ppo.experiments import load_variant  # noqa: E402
 
 DIGITS = {"n_tasks": 0, "p_improvement": 2, "approx_kl": 4, "approx_kl_anchor": 4, "kl": 4, "kl_anchor": 4,
           "clipfrac": 3, "clipfrac_anchor": 3, "mechanism_measured": 4, "mechanism_ci_low": 4,
@@ -56,7 +57,7 @@ EFFECT_NOTE = (
     "its 95% stratified bootstrap interval. One run per task and setting gives no interval."
 )
 CLAIM_NOTE = (
-    "claim = the variant file's description; prediction = its claim field (ppo/config.py load_claim); effect over "
+    "claim = the variant file's description; prediction = its claim field (ppo/experiments.py load_claim); effect over "
     "the claim's tasks. Mechanism statistics: each run's mean over its updates (updates.parquet), then the mean over "
     "the claim's tasks of the per-task means, the variant's beside the anchor's: approx_kl = mean over the "
     "update's minibatch steps of ((r − 1) − log r) before each step; kl = KL[π_old, π] over the whole batch after "
@@ -69,29 +70,15 @@ CLAIM_NOTE = (
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options; see the module docstring for an example."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--runs", required=True, type=Path, help="results/<study>/<scale>/runs")
-    p.add_argument("--manifests", nargs="+", type=Path, default=None,
-                   help="only these runs (their manifest.json files); default: every run under --runs")
-    p.add_argument("--random", required=True, nargs="+", type=Path, help="results/random/<task>.parquet files")
-    p.add_argument("--reference-dir", required=True, type=Path, help="folder with ppo2017_hyperparameters.csv")
-    p.add_argument("--out-dir", required=True, type=Path)
-    p.add_argument("--budget-note", action="append", default=[], help="extra difference from the paper (repeatable)")
-    p.add_argument("--variant", default="clip_0.2", help="the anchor: the paper preset every setting is compared with")
-    p.add_argument("--variant-files", nargs="*", type=Path, default=[],
-                   help="experiments/variants/<name>.yaml of the study: their descriptions and claims")
+    p = report_parser("details", __doc__.split("\n\n")[0], "folder with ppo2017_hyperparameters.csv",
+                      "the anchor: the paper preset every setting is compared with")
     p.add_argument("--modern", default="modern", help="the variant of the modern preset")
     p.add_argument("--mistakes", default="mistake_*", help="pattern of the variants drawn beside the anchor")
-    p.add_argument("--window", type=int, default=100, help="episodes in the final score (paper: 100)")
-    p.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap resamples")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
-    p.add_argument("--curve-points", type=int, default=100)
-    p.add_argument("--curve-smooth", type=int, default=10, help="episodes averaged per curve point")
     return p.parse_args(argv)
 
 
 def read_variants(paths: Sequence[Path]) -> dict:
-    """variant name -> the loaded variant file (ppo.config.load_variant); a bad file is a ReportError."""
+    """variant name -> the loaded variant file (ppo.experiments.load_variant); a bad file is a ReportError."""
     variants = {}
     for path in paths:
         try:

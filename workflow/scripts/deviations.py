@@ -15,7 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from analysis.report_tables import write_table  # noqa: E402
 from ppo.atari import is_atari  # noqa: E402
-from ppo.config import EXPERIMENTS_DIR, ConfigError, _read_yaml  # noqa: E402
+from ppo.config import ConfigError  # noqa: E402
+from ppo.experiments import EXPERIMENTS_DIR, read_yaml  # noqa: E402
 from ppo.envs import task_family  # noqa: E402
 from ppo.study import load_study  # noqa: E402
 
@@ -36,7 +37,7 @@ def deviations(study) -> pd.DataFrame:
                          "paper_states_it": bool(choice["paper_states"]), "source_of_choice": choice["source"]})
     for name in sorted({v.config.env_protocol for v in study.variants if v.config.is_atari}):
         path = EXPERIMENTS_DIR / "protocols" / f"{name}.yaml"
-        protocol = _read_yaml(path)  # already validated by load_study, via the variants' configs
+        protocol = read_yaml(path)  # already validated by load_study, via the variants' configs
         for setting, value in protocol["settings"].items():
             rows.append({"preset": f"(protocol {name})", "setting": setting, "value": shown(value),
                          "paper_states_it": False, "source_of_choice": protocol["sources"][setting]})

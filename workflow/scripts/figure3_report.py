@@ -46,7 +46,7 @@ from analysis.figure3 import (  # noqa: E402
     run_algorithms,
     throughput,
 )
-from analysis.io import load_scored_study, report_main  # noqa: E402
+from analysis.io import load_scored_study, report_main, report_parser  # noqa: E402
 from analysis.references import load_references  # noqa: E402
 from analysis.report_tables import write_table  # noqa: E402
 from analysis.table1 import normalize_scores  # noqa: E402
@@ -55,23 +55,9 @@ from analysis.protocol import difference_notes, paper_values  # noqa: E402
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options; see the module docstring for an example."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--runs", required=True, type=Path, help="results/figure3/<scale>/runs")
-    p.add_argument("--manifests", nargs="+", type=Path, default=None,
-                   help="only these runs (their manifest.json files); default: every run under --runs")
-    p.add_argument("--random", required=True, nargs="+", type=Path, help="results/random/<task>.parquet files")
-    p.add_argument("--reference-dir", required=True, type=Path,
-                   help="folder with mujoco_reference_scores.csv and ppo2017_hyperparameters.csv")
-    p.add_argument("--out-dir", required=True, type=Path)
-    p.add_argument("--budget-note", action="append", default=[],
-                   help="budget or other difference from the paper (repeatable); printed on the figure")
-    p.add_argument("--variant", default="clip_0.2", help="the PPO variant throughput ratios divide by")
-    p.add_argument("--window", type=int, default=100, help="episodes in the final score (paper: 100)")
-    p.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap resamples")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
-    p.add_argument("--curve-points", type=int, default=100)
-    p.add_argument("--curve-smooth", type=int, default=10, help="episodes averaged per curve point")
-    return p.parse_args(argv)
+    return report_parser("figure3", __doc__.split("\n\n")[0],
+                         "folder with mujoco_reference_scores.csv and ppo2017_hyperparameters.csv",
+                         "the PPO variant throughput ratios divide by").parse_args(argv)
 
 
 FINAL_NOTE = (

@@ -47,7 +47,7 @@ from analysis.curves import (  # noqa: E402
     plot_sample_efficiency,
     sample_efficiency,
 )
-from analysis.io import load_scored_study, report_main  # noqa: E402
+from analysis.io import load_scored_study, report_main, report_parser  # noqa: E402
 from analysis.protocol import NO_PAPER_NUMBERS, difference_notes, outside_paper  # noqa: E402
 from analysis.references import (  # noqa: E402
     load_references,
@@ -69,24 +69,8 @@ from analysis.table1 import (  # noqa: E402
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options; see the module docstring for an example."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--runs", required=True, type=Path, help="results/<study>/<scale>/runs")
-    p.add_argument("--manifests", nargs="+", type=Path, default=None,
-                   help="only these runs (their manifest.json files); default: every run under --runs")
-    p.add_argument("--random", required=True, nargs="+", type=Path, help="results/random/<task>.parquet files")
-    p.add_argument("--reference-dir", required=True, type=Path, help="folder with ppo2017_table1.csv etc.")
-    p.add_argument("--out-dir", required=True, type=Path)
-    p.add_argument("--budget-note", action="append", default=[], help="extra difference from the paper (repeatable)")
-    p.add_argument("--variant", default="clip_0.2",
-                   help="anchor variant: per-task reference table and probability of improvement")
-    p.add_argument("--window", type=int, default=100, help="episodes in the final score (paper: 100)")
-    p.add_argument("--sb3-dir", type=Path, default=None,
-                   help="runs of benchmarks/mujoco_sb3_reference.py (published/sb3_reference) to compare with")
-    p.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap resamples")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
-    p.add_argument("--curve-points", type=int, default=100)
-    p.add_argument("--curve-smooth", type=int, default=10, help="episodes averaged per curve point")
-    return p.parse_args(argv)
+    return report_parser("table1", __doc__.split("\n\n")[0], "folder with ppo2017_table1.csv etc.",
+                         "anchor variant: per-task reference table and probability of improvement").parse_args(argv)
 
 
 def _json_number(value: float) -> float | None:
