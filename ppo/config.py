@@ -46,7 +46,7 @@ def check_name(name, what: str, source: str) -> str:
 # algorithm -> its settings record (the config section of the same name); PPO's live at top level.
 ALGORITHM_SETTINGS = {"a2c": A2CSettings, "acer": ACERSettings, "trpo": TRPOSettings, "vpg": VPGSettings,
                       "cem": CEMSettings}
-ALGORITHMS = ("ppo", *ALGORITHM_SETTINGS)
+ALGORITHMS = ("ppo", *ALGORITHM_SETTINGS)  # those with a place in this record; ppo.algorithms.specs() has all
 NETWORKS = ("mlp", "cnn_mnih2016", "cnn_nature")
 # Fields added after the first published runs (with Atari, then PPO's implementation details of issue 18); at
 # these defaults they are left out of a run's settings (and so of its digest), so earlier records stay current.
@@ -104,8 +104,8 @@ class PPOConfig:
     cem: CEMSettings | None = None
 
     def __post_init__(self) -> None:
-        if self.algorithm not in ALGORITHMS:
-            raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {self.algorithm!r}")
+        from .algorithms import algorithm_spec, specs  # not at import: the algorithms' modules import this one
+        spec = algorithm_spec(self.algorithm)  # every algorithm that declares itself (ppo/algorithms/)
         for name, cls in ALGORITHM_SETTINGS.items():
             if name == self.algorithm and getattr(self, name) is None:
                 object.__setattr__(self, name, cls())  # the section's defaults
@@ -151,8 +151,6 @@ class PPOConfig:
         if (self.network == "mlp") != (self.env_protocol is None):
             raise ValueError("env_protocol is required with a convolutional network (Atari) and refused with "
                              f"network 'mlp' (MuJoCo); got network {self.network!r}, env_protocol {self.env_protocol!r}")
-        from .algorithms import algorithm_spec, specs  # not at import: the algorithms' modules import this one
-        spec = algorithm_spec(self.algorithm)
         if self.network not in spec.networks:
             takers = [name for name, other in specs().items() if self.network in other.networks]
             raise ValueError(f"algorithm {self.algorithm} is implemented with network(s) {list(spec.networks)}, not "

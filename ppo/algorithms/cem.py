@@ -197,7 +197,8 @@ SPEC = AlgorithmSpec(
     summary="Noisy cross-entropy method over the policy's parameters (Szita & Lorincz 2006)",
     lines=(Line("cem", "CEM", variant="cem"),),
     networks=MLP, continuous=True,
-    tiny={"total_steps": 1500, "num_envs": 6, "hidden_sizes": [8], "cem": {"elite_fraction": 0.34, "extra_noise": 0.01}},
+    tiny={"total_steps": 1500, "num_envs": 6, "hidden_sizes": [8],
+          "cem": {"elite_fraction": 0.34, "extra_noise": 0.01}},
     learning=(LearningCheck(
         "cem", "InvertedPendulum-v5", steps=40_000, threshold=250.0, start_below=20.0, window=20, seeds=(0,),
         overrides={"num_envs": 20, "hidden_sizes": [8],
