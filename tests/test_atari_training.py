@@ -132,7 +132,7 @@ def test_a2c_runs_on_the_shared_network():
     ({"network": "mlp"}, "refused with network 'mlp'"),
     ({"network": "resnet"}, "network must be one of"),
     ({"clip_schedule": "cosine"}, "clip_schedule must be one of"),
-    ({"algorithm": "trpo", "trpo": {}}, "no convolutional"),
+    ({"algorithm": "trpo", "trpo": {}}, r"algorithm trpo is implemented with network\(s\) \['mlp'\]"),
 ])
 def test_bad_atari_settings_are_refused(changes, message):
     data = {**PRESET.config, **changes}
