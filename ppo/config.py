@@ -48,14 +48,18 @@ ALGORITHM_SETTINGS = {"a2c": A2CSettings, "acer": ACERSettings, "trpo": TRPOSett
                       "cem": CEMSettings}
 ALGORITHMS = ("ppo", *ALGORITHM_SETTINGS)  # those with a place in this record; ppo.algorithms.specs() has all
 NETWORKS = ("mlp", "cnn_mnih2016", "cnn_nature")
-# Fields added after the first published runs (with Atari, then PPO's implementation details of issue 18); at
-# these defaults they are left out of a run's settings (and so of its digest), so earlier records stay current.
-ADDED_FIELDS = {"network": "mlp", "env_protocol": None, "clip_schedule": "constant",
-                "vf_clip": None, "target_kl": None, "reward_norm": False, "reward_clip": 10.0, "adv_recompute": False}
-# Settings of the MLP policy and its observation handling that an image-observation run does not read.
-MUJOCO_ONLY = ("hidden_sizes", "init", "log_std_init", "obs_norm", "obs_clip", "action_clip")
-PPO_ONLY = ("epochs", "minibatch_size", "learning_rate", "lr_schedule", "adam_eps", "vf_coef", "max_grad_norm",
-            "objective", "clip_schedule", "vf_clip", "target_kl", "reward_norm", "reward_clip", "adv_recompute")
+
+
+def setting(default=dataclasses.MISSING, *, read_by: str | None = None, network: str | None = None,
+            added: bool = False, default_factory=dataclasses.MISSING):
+    """A field of the run config with what its digest needs to know, declared where the field is:
+    ``read_by``: the one algorithm that reads it (other algorithms' records omit it); ``network``: the one
+    network family that reads it ("mlp": an Atari run's record omits it); ``added``: added after runs were
+    published, so at its default it is omitted (those runs ran with that value, and keep their digest)."""
+    meta = {"read_by": read_by, "network": network, "added": added}
+    if default_factory is not dataclasses.MISSING:
+        return field(default_factory=default_factory, metadata=meta)
+    return field(default=default, metadata=meta)
 
 
 @dataclass(frozen=True)
@@ -67,41 +71,48 @@ class PPOConfig:
     total_steps: int = 1_000_000  # environment steps per run
     num_envs: int = 1  # actors per run
     horizon: int = 2048  # T: steps per actor per update
-    epochs: int = 10  # K
-    minibatch_size: int = 64  # M
-    learning_rate: float = 3e-4
-    lr_schedule: str = "constant"  # "constant" | "linear" (anneal to 0 over total_steps)
-    adam_eps: float = 1e-5
+    epochs: int = setting(10, read_by="ppo")  # K
+    minibatch_size: int = setting(64, read_by="ppo")  # M
+    learning_rate: float = setting(3e-4, read_by="ppo")
+    lr_schedule: str = setting("constant", read_by="ppo")  # "constant" | "linear" (anneal to 0 over total_steps)
+    adam_eps: float = setting(1e-5, read_by="ppo")
     gamma: float = 0.99
     gae_lambda: float = 0.95
-    hidden_sizes: tuple[int, ...] = (64, 64)
-    init: str = "normc"  # "normc" (baselines ppo1) | "orthogonal" (baselines ppo2, CleanRL)
-    log_std_init: float = 0.0
-    obs_norm: bool = True  # running mean/std of observations, updated once per batch
-    obs_clip: float = 5.0  # clip normalized observations to ±obs_clip
+    hidden_sizes: tuple[int, ...] = setting((64, 64), network="mlp")
+    init: str = setting("normc", network="mlp")  # "normc" (baselines ppo1) | "orthogonal" (baselines ppo2, CleanRL)
+    log_std_init: float = setting(0.0, network="mlp")
+    obs_norm: bool = setting(True, network="mlp")  # running mean/std of observations, updated once per batch
+    obs_clip: float = setting(5.0, network="mlp")  # clip normalized observations to ±obs_clip
     adv_norm: str = "batch"  # "batch" | "minibatch" | "none"
-    vf_coef: float = 1.0  # c1 of Eq. 9; with separate networks it only rescales the value gradient
-    max_grad_norm: float | None = None  # per-run global gradient-norm clip; None = off
+    # c1 of Eq. 9; with separate networks it only rescales the value gradient
+    vf_coef: float = setting(1.0, read_by="ppo")
+    max_grad_norm: float | None = setting(None, read_by="ppo")  # per-run global gradient-norm clip; None = off
     time_limit: str = "terminal"  # "terminal" (ppo1) | "bootstrap" (r += γ·V(s_final) on truncation)
-    action_clip: bool = True  # clip sampled actions to the action space before env.step
+    action_clip: bool = setting(True, network="mlp")  # clip sampled actions to the action space before env.step
     # Atari (image observations): a shared convolutional torso with policy and value heads, the
     # environment protocol named in experiments/protocols/, and Table 5's annealing of ε with α.
-    network: str = "mlp"  # "mlp" (separate policy and value MLPs) | "cnn_mnih2016" | "cnn_nature"
-    env_protocol: str | None = None  # Atari tasks only: experiments/protocols/<name>.yaml
-    clip_schedule: str = "constant"  # "constant" | "linear" (ε·α, α annealed 1 → 0 like the lr)
+    network: str = setting("mlp", added=True)  # "mlp" (separate policy and value MLPs) | "cnn_mnih2016" | "cnn_nature"
+    env_protocol: str | None = setting(None, added=True)  # Atari tasks only: experiments/protocols/<name>.yaml
+    # "constant" | "linear" (ε·α, α annealed 1 → 0 like the lr)
+    clip_schedule: str = setting("constant", read_by="ppo", added=True)
     # Implementation details of later PPO code (baselines ppo2, CleanRL, Andrychowicz et al. 2021), off by default
     # as in ppo1 and the paper; ppo/algorithms/ppo.py applies them in its one update.
-    vf_clip: float | None = None  # ε_v: value loss max((V − R)², (V_old + clip(V − V_old, ±ε_v) − R)²); None = plain
-    target_kl: float | None = None  # a run's update stops after an epoch whose last minibatch had approx KL above it
-    reward_norm: bool = False  # learner's rewards divided by a running std of the discounted return, per run
-    reward_clip: float = 10.0  # with reward_norm: scaled rewards clipped to ±reward_clip
-    adv_recompute: bool = False  # GAE again with the current value network before every epoch
-    objective: Objective = field(default_factory=Objective)
-    a2c: A2CSettings | None = None
-    acer: ACERSettings | None = None
-    trpo: TRPOSettings | None = None
-    vpg: VPGSettings | None = None
-    cem: CEMSettings | None = None
+    # ε_v: value loss max((V − R)², (V_old + clip(V − V_old, ±ε_v) − R)²); None = plain
+    vf_clip: float | None = setting(None, read_by="ppo", added=True)
+    # a run's update stops after an epoch whose last minibatch had approx KL above it
+    target_kl: float | None = setting(None, read_by="ppo", added=True)
+    # learner's rewards divided by a running std of the discounted return, per run
+    reward_norm: bool = setting(False, read_by="ppo", added=True)
+    # with reward_norm: scaled rewards clipped to ±reward_clip
+    reward_clip: float = setting(10.0, read_by="ppo", added=True)
+    # GAE again with the current value network before every epoch
+    adv_recompute: bool = setting(False, read_by="ppo", added=True)
+    objective: Objective = setting(default_factory=Objective, read_by="ppo")
+    a2c: A2CSettings | None = setting(None, read_by="a2c")
+    acer: ACERSettings | None = setting(None, read_by="acer")
+    trpo: TRPOSettings | None = setting(None, read_by="trpo")
+    vpg: VPGSettings | None = setting(None, read_by="vpg")
+    cem: CEMSettings | None = setting(None, read_by="cem")
 
     def __post_init__(self) -> None:
         from .algorithms import algorithm_spec, specs  # not at import: the algorithms' modules import this one
@@ -186,21 +197,22 @@ class PPOConfig:
         return tuple(sorted((k, repr(v)) for k, v in self.to_dict().items() if k not in per_run))
 
     def to_dict(self) -> dict[str, Any]:
-        """The settings this run uses: a baseline's record omits PPO's fields and other sections."""
-        out = dataclasses.asdict(self)
-        for name, default in ADDED_FIELDS.items():
-            if out[name] == default:  # a record written before the field existed keeps its digest
-                del out[name]
-        if self.is_atari:
-            for name in MUJOCO_ONLY:
-                del out[name]
-        for name in ALGORITHM_SETTINGS:
-            if name != self.algorithm:
-                del out[name]
-        if self.algorithm != "ppo":
-            for name in PPO_ONLY:
-                out.pop(name, None)
+        """The settings this run reads, as its record and digest hold them: each field's declaration
+        (:func:`setting`) says which algorithm and network read it, and whether it was added later."""
+        values = dataclasses.asdict(self)
+        out = {}
+        for f in dataclasses.fields(self):
+            read_by, network = f.metadata.get("read_by"), f.metadata.get("network")
+            if read_by not in (None, self.algorithm) or network not in (None, self.network):
+                continue
+            if f.metadata.get("added") and values[f.name] == f.default:
+                continue  # a record written before the field existed keeps its digest
+            out[f.name] = values[f.name]
         return out
+
+
+# field -> the one algorithm that reads it, or None (every algorithm): from the fields' declarations
+READ_BY = {f.name: f.metadata.get("read_by") for f in dataclasses.fields(PPOConfig)}
 
 
 def _field_types(cls) -> dict[str, dataclasses.Field]:
@@ -267,7 +279,7 @@ def build_config(data: dict[str, Any], source: str) -> PPOConfig:
     kwargs = dict(data)
     algorithm = kwargs.get("algorithm", "ppo")
     if algorithm != "ppo":
-        stray = sorted(set(kwargs) & set(PPO_ONLY))
+        stray = sorted(name for name in kwargs if READ_BY.get(name) == "ppo")
         if stray:
             raise ConfigError(f"{source}: field(s) {stray} are PPO's; algorithm {algorithm} takes its "
                               f"settings from section '{algorithm}'")
