@@ -28,7 +28,6 @@ from matplotlib.lines import Line2D
 from analysis import protocol
 from analysis.aggregate import probability_of_improvement
 from analysis.curves import AXES, new_figure, variant_colors
-from analysis.references import format_steps
 from analysis.stats import Interval, bootstrap_ci_columns, stratified_bootstrap
 from ppo.experiments import Claim
 from ppo.envs import task_name
@@ -57,17 +56,8 @@ VERDICT_RULE = (
 
 def budget_line(manifests: pd.DataFrame, notes: Sequence[str] = (), paper_steps: float = 1e6,
                 paper_seeds: object = 3) -> str:
-    """The budget printed on every table and figure: the given notes, else steps and seeds read from the runs
-    (:func:`analysis.protocol.budget_line`)."""
-
-    def describe() -> str:
-        steps = sorted(manifests["total_steps"].dropna().astype(int).unique()) if "total_steps" in manifests else []
-        return (f"{', '.join(format_steps(s) for s in steps) or '?'} env steps per run, "
-                f"{protocol.seed_range(manifests, ['task', 'variant'])} seed(s) per task and setting "
-                f"(paper: {format_steps(paper_steps)} steps, {paper_seeds} seeds)")
-
-    steps = manifests["total_steps"] if "total_steps" in manifests.columns else pd.Series(dtype=float)
-    return protocol.budget_line(notes, describe, protocol.is_reduced(manifests, steps, paper_steps))
+    """The budget printed on every table and figure (:func:`analysis.protocol.steps_budget_line`)."""
+    return protocol.steps_budget_line(manifests, notes, paper_steps, paper_seeds, per="setting")
 
 
 # ---- score effects ---------------------------------------------------------------------------------------

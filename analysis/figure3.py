@@ -42,8 +42,7 @@ from analysis.aggregate import METRICS, aggregate_metrics
 from analysis.curves import learning_curves, plot_curves
 from analysis import protocol
 from analysis.io import RunDataError
-from analysis.protocol import seed_range
-from analysis.references import REF_COLUMNS, algo_rows, format_steps, reference_columns, task_env_name
+from analysis.references import REF_COLUMNS, algo_rows, reference_columns, task_env_name
 from analysis.stats import bootstrap_ci, mean
 from ppo.algorithms import lines as algorithm_lines
 
@@ -304,26 +303,10 @@ def throughput(manifests: pd.DataFrame, updates: pd.DataFrame, anchor: str = "cl
     return out.drop(columns=["_median", "_order"]).reset_index(drop=True)[THROUGHPUT_COLUMNS]
 
 
-def is_reduced(manifests: pd.DataFrame, paper_steps: float = PAPER_STEPS) -> bool:
-    """True when any run says ``reduced`` or trained fewer steps than the paper."""
-    steps = manifests["total_steps"] if "total_steps" in manifests.columns else pd.Series(dtype=float)
-    return protocol.is_reduced(manifests, steps, paper_steps)
-
-
-def budget_line(
-    manifests: pd.DataFrame, notes: Sequence[str] = (), paper_steps: float = PAPER_STEPS, paper_seeds: object = 3
-) -> str:
-    """The budget to print on the figure: the given notes, else steps and seeds read from the runs
-    (:func:`analysis.protocol.budget_line`)."""
-    def describe() -> str:
-        steps = sorted(manifests["total_steps"].dropna().astype(int).unique()) if "total_steps" in manifests else []
-        return (
-            f"{', '.join(format_steps(s) for s in steps) or '?'} env steps per run, "
-            f"{seed_range(manifests, ['task', 'variant'])} seed(s) per task and algorithm "
-            f"(paper: {format_steps(paper_steps)} steps, {paper_seeds} seeds)"
-        )
-
-    return protocol.budget_line(notes, describe, is_reduced(manifests, paper_steps))
+def budget_line(manifests: pd.DataFrame, notes: Sequence[str] = (), paper_steps: float = PAPER_STEPS,
+                paper_seeds: object = 3) -> str:
+    """The budget to print on the figure (:func:`analysis.protocol.steps_budget_line`)."""
+    return protocol.steps_budget_line(manifests, notes, paper_steps, paper_seeds, per="algorithm")
 
 
 def plot_figure3(

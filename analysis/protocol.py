@@ -59,6 +59,21 @@ def budget_line(notes: Sequence[str], describe: Callable[[], str], reduced: bool
     return line
 
 
+def steps_budget_line(manifests: pd.DataFrame, notes: Sequence[str], paper_steps: float, paper_seeds: object,
+                      per: str) -> str:
+    """:func:`budget_line` of a study of environment steps (MuJoCo, classic control): the given notes, else
+    the steps and seeds read from the runs, seeds counted per task and variant (``per`` names a variant:
+    algorithm, setting)."""
+    def describe() -> str:
+        steps = sorted(manifests["total_steps"].dropna().astype(int).unique()) if "total_steps" in manifests else []
+        return (f"{', '.join(format_steps(s) for s in steps) or '?'} env steps per run, "
+                f"{seed_range(manifests, ['task', 'variant'])} seed(s) per task and {per} "
+                f"(paper: {format_steps(paper_steps)} steps, {paper_seeds} seeds)")
+
+    steps = manifests["total_steps"] if "total_steps" in manifests.columns else pd.Series(dtype=float)
+    return budget_line(notes, describe, is_reduced(manifests, steps, paper_steps))
+
+
 def difference_notes(
     manifests: pd.DataFrame,
     scores: pd.DataFrame,
