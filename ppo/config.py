@@ -1,4 +1,4 @@
-"""The run config (:class:`PPOConfig`) and its validation from plain data (:func:`build_config`): every
+"""The run config (:class:`RunConfig`) and its validation from plain data (:func:`build_config`): every
 error names the source and the field. The settings records are in ppo/settings.py, the files they are
 read from (presets, variants) in ppo/experiments.py."""
 from __future__ import annotations
@@ -63,9 +63,11 @@ def setting(default=dataclasses.MISSING, *, read_by: str | None = None, network:
 
 
 @dataclass(frozen=True)
-class PPOConfig:
-    """Everything that defines a run except its task and seed: PPO's settings at top level, shared ones
-    (budget, rollout, network, observation handling) too, and a baseline's own in its section."""
+class RunConfig:
+    """Everything that defines a run except its task and seed, for every algorithm: the shared settings
+    (budget, rollout, network, observation handling), PPO's settings at top level (as the paper's
+    presets always wrote them) and each baseline's in its section. Each field declares which algorithm and
+    network read it (:func:`setting`), and a run's record and digest (:meth:`to_dict`) hold exactly those."""
 
     algorithm: str = "ppo"  # "ppo" | "a2c" | "acer" | "trpo" | "vpg" | "cem"
     total_steps: int = 1_000_000  # environment steps per run
@@ -212,7 +214,7 @@ class PPOConfig:
 
 
 # field -> the one algorithm that reads it, or None (every algorithm): from the fields' declarations
-READ_BY = {f.name: f.metadata.get("read_by") for f in dataclasses.fields(PPOConfig)}
+READ_BY = {f.name: f.metadata.get("read_by") for f in dataclasses.fields(RunConfig)}
 
 
 def _field_types(cls) -> dict[str, dataclasses.Field]:
@@ -266,16 +268,16 @@ def _check_types(values: dict, cls, source: str, prefix: str = "") -> None:
             raise ConfigError(f"{source}: field {prefix}{name} must lie in [{low:g}, {high:g}], got {show(value)}")
 
 
-def build_config(data: dict[str, Any], source: str) -> PPOConfig:
-    """Build a PPOConfig from a plain mapping, naming ``source`` and the field in every error."""
+def build_config(data: dict[str, Any], source: str) -> RunConfig:
+    """Build a RunConfig from a plain mapping, naming ``source`` and the field in every error."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping of PPO settings, got {type(data).__name__}")
-    known = _field_types(PPOConfig)
+    known = _field_types(RunConfig)
     unknown = sorted(set(data) - set(known))
     if unknown:
         raise ConfigError(f"{source}: unknown field(s) {unknown}; known fields: {sorted(known)}")
     sections = {"objective": Objective, **ALGORITHM_SETTINGS}
-    _check_types({k: v for k, v in data.items() if k not in sections}, PPOConfig, source)
+    _check_types({k: v for k, v in data.items() if k not in sections}, RunConfig, source)
     kwargs = dict(data)
     algorithm = kwargs.get("algorithm", "ppo")
     if algorithm != "ppo":
@@ -311,7 +313,7 @@ def build_config(data: dict[str, Any], source: str) -> PPOConfig:
         if isinstance(value, float) and value.is_integer():
             kwargs[name] = int(value)
     try:
-        config = PPOConfig(**kwargs)
+        config = RunConfig(**kwargs)
     except (TypeError, ValueError) as err:
         raise ConfigError(f"{source}: {err}") from None
     if config.num_envs * config.horizon > MAX_BATCH:

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from .config import ConfigError, PPOConfig, build_config, check_name, is_number, show
+from .config import ConfigError, RunConfig, build_config, check_name, is_number, show
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 EXPERIMENTS_DIR = PROJECT_ROOT / "experiments"
@@ -195,7 +195,7 @@ class Claim:
         return "" if m is None else f"{m.stat} {m.op} {m.value if isinstance(m.value, str) else f'{m.value:g}'}"
 
 
-def load_claim(data, path: Path, config: PPOConfig) -> Claim:
+def load_claim(data, path: Path, config: RunConfig) -> Claim:
     """Validate a variant's ``claim`` mapping; every error names the file and the field."""
     check_keys(data, {"direction", "tasks", "margin", "mechanism"}, {"direction"}, path, "claim.")
     direction = data["direction"]
@@ -242,7 +242,7 @@ class Variant:
     label: str
     preset: Preset
     overrides: dict
-    config: PPOConfig  # preset + overrides, resolved (total_steps is set per study scale)
+    config: RunConfig  # preset + overrides, resolved (total_steps is set per study scale)
     paper_row: dict | None  # matching row of reference/ppo2017_table1.csv, if any
     path: Path
     description: str | None = None  # the claim the variant tests, in a sentence or two (optional)
@@ -250,7 +250,7 @@ class Variant:
     claim: Claim | None = None  # the same claim, machine-readable (optional; never part of the run's settings)
 
 
-def table1_row(config: PPOConfig) -> dict[str, str] | None:
+def table1_row(config: RunConfig) -> dict[str, str] | None:
     """The row of reference/ppo2017_table1.csv that a PPO config's surrogate is (setting, param), or None:
     Table 1 varies one term of the objective at a time and has no entropy bonus."""
     o = config.objective
@@ -267,7 +267,7 @@ def table1_row(config: PPOConfig) -> dict[str, str] | None:
     return {"setting": "fixed_kl", "param": f"beta={o.kl_beta:g}"}
 
 
-def check_paper_row(paper_row: dict, overrides: dict, config: PPOConfig, path: Path) -> None:
+def check_paper_row(paper_row: dict, overrides: dict, config: RunConfig, path: Path) -> None:
     """A variant's paper_row must be the Table 1 row its overrides make, and they may change only the
     surrogate: the report prints the paper's number beside ours on the strength of this claim."""
     derived = table1_row(config)

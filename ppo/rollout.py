@@ -21,7 +21,7 @@ import torch
 
 from .algorithms import specs
 from .batched import CategoricalActorCritic, GaussianActorCritic
-from .config import PPOConfig
+from .config import RunConfig
 from .atari import AtariLockstepEnvs, load_protocol
 from .envs import LockstepEnvs
 from .mujoco_batch import make_lockstep
@@ -87,7 +87,7 @@ class EpisodeLog:
 class GroupContext:
     """Everything an algorithm needs from its group: configs, seeds, environments, random streams."""
 
-    configs: list[PPOConfig]  # per run; equal up to per-run objective settings (PPO only)
+    configs: list[RunConfig]  # per run; equal up to per-run objective settings (PPO only)
     seeds: list[dict]  # derive_seeds() per run
     envs: LockstepEnvs | AtariLockstepEnvs  # actor i belongs to run i // num_envs
     log: EpisodeLog
@@ -95,7 +95,7 @@ class GroupContext:
     sample_gens: list[torch.Generator] = field(default_factory=list)  # exploration and minibatches, per run
 
     @property
-    def cfg(self) -> PPOConfig:
+    def cfg(self) -> RunConfig:
         return self.configs[0]
 
     @property
@@ -103,7 +103,7 @@ class GroupContext:
         return len(self.configs)
 
 
-def group_context(task: str, configs: list[PPOConfig], root_seeds: list[int]) -> GroupContext:
+def group_context(task: str, configs: list[RunConfig], root_seeds: list[int]) -> GroupContext:
     """A group's context as the driver builds it: seeds derived from each run's root seed, the runs'
     environments in one lock-step set (actor i belongs to run i // num_envs), their random streams."""
     cfg, E = configs[0], configs[0].num_envs
@@ -236,7 +236,7 @@ def collect_batch(ctx: GroupContext, agent: GaussianActorCritic | CategoricalAct
     return batch
 
 
-def advantages_and_returns(cfg: PPOConfig, G: int, rew_buf, val_buf, next_values, term_buf, trunc_buf):
+def advantages_and_returns(cfg: RunConfig, G: int, rew_buf, val_buf, next_values, term_buf, trunc_buf):
     """GAE over [T, N] rollout arrays, then each run's advantages [G, B] (float32, normalized as the config
     says) and λ-returns [G, B] (float64)."""
     E, T = cfg.num_envs, cfg.horizon
@@ -268,7 +268,7 @@ def finish_batch(ctx: GroupContext, obs, actions, rew_buf, val_buf, next_values,
                  rollout_seconds=rollout_seconds)
 
 
-def recompute_advantages(cfg: PPOConfig, batch: Batch, value_of) -> tuple[torch.Tensor, torch.Tensor]:
+def recompute_advantages(cfg: RunConfig, batch: Batch, value_of) -> tuple[torch.Tensor, torch.Tensor]:
     """GAE again from the rollout's rewards and episode ends with ``value_of`` (the value network as it is now;
     [G, n, ...] -> [G, n]): V of the batch's observations, of each actor's observation after the last step and,
     with time_limit "bootstrap", of the final observations of time-limited episodes. Andrychowicz et al. 2021

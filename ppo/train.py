@@ -23,7 +23,7 @@ import torch
 from . import records
 from .algorithms import algorithm_spec
 from .atari import load_protocol
-from .config import PPOConfig
+from .config import RunConfig
 from .envs import task_version
 from .rollout import group_context
 
@@ -34,7 +34,7 @@ class RunSpec:
 
     run_id: str
     task: str
-    config: PPOConfig
+    config: RunConfig
     seed: int
     out_dir: Path | None = None  # None: keep records in memory only (tests, benchmarks)
     meta: dict = field(default_factory=dict)  # study, variant, label, paper_row... copied to the manifest
@@ -204,7 +204,7 @@ def set_aside(path: Path, err: BaseException, log) -> None:
         "starting from scratch")
 
 
-def env_protocol_record(task: str, config: PPOConfig) -> dict:
+def env_protocol_record(task: str, config: RunConfig) -> dict:
     """How the run's environments were made and what the learner saw of them, for the manifest."""
     if config.is_atari:
         return {"id": task, "made_with": "ppo.atari.make_atari_env", "protocol": config.env_protocol,

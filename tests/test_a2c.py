@@ -15,7 +15,7 @@ import ppo.algorithms.a2c
 import ppo.train
 from ppo.algorithms.a2c import (A2C, kl_gradient_wrt_statistics, policy_gradient_wrt_statistics,
                                 trust_region_projection)
-from ppo.config import PPOConfig
+from ppo.config import RunConfig
 from ppo.experiments import load_variant
 from ppo.settings import A2CSettings
 from ppo.rollout import GroupContext
@@ -25,7 +25,7 @@ from ppo.train import RunSpec, train_group
 
 
 def toy(num_runs=1, hidden=(4,), obs_dim=3, act_dim=1, **settings) -> A2C:
-    cfg = PPOConfig(algorithm="a2c", num_envs=1, horizon=4, total_steps=400, hidden_sizes=hidden, init="orthogonal",
+    cfg = RunConfig(algorithm="a2c", num_envs=1, horizon=4, total_steps=400, hidden_sizes=hidden, init="orthogonal",
                     a2c=A2CSettings(**settings))
     ctx = GroupContext(configs=[cfg] * num_runs, seeds=[{}] * num_runs,
                        envs=SimpleNamespace(obs_dim=obs_dim, act_dim=act_dim), log=None,
@@ -270,7 +270,7 @@ def test_trust_region_backpropagates_the_projected_gradient():
 # ---- group independence, resume
 
 
-SMALL = PPOConfig(algorithm="a2c", total_steps=320, num_envs=2, horizon=8,
+SMALL = RunConfig(algorithm="a2c", total_steps=320, num_envs=2, horizon=8,
                   a2c=A2CSettings(return_norm=True, ent_coef=0.01))
 # δ small enough that the projection acts within these few updates
 SMALL_TR = dataclasses.replace(SMALL, a2c=dataclasses.replace(SMALL.a2c, trust_region=True, trust_region_delta=1e-3))

@@ -10,12 +10,12 @@ import ppo.envs
 import ppo.algorithms.ppo
 import ppo.train
 from ppo import records
-from ppo.config import PPOConfig
+from ppo.config import RunConfig
 from ppo.settings import Objective
 from ppo.train import RunSpec, train_group
 from killing import Killed, kill_at
 
-CFG = PPOConfig(total_steps=1024, horizon=128, epochs=2, minibatch_size=32)
+CFG = RunConfig(total_steps=1024, horizon=128, epochs=2, minibatch_size=32)
 
 
 def specs():

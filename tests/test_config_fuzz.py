@@ -14,13 +14,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ppo.atari import SETTINGS, load_protocol
-from ppo.config import ALGORITHM_SETTINGS, ConfigError, PPOConfig
+from ppo.config import ALGORITHM_SETTINGS, ConfigError, RunConfig
 from ppo.experiments import load_variant
 from ppo.settings import Objective
 from ppo.study import SCALE_KEYS, STUDY_KEYS, load_study
 
 ROOT = Path(__file__).resolve().parent.parent
-FIELDS = sorted({f.name for cls in (PPOConfig, Objective, *ALGORITHM_SETTINGS.values()) for f in dataclasses.fields(cls)}
+FIELDS = sorted({f.name for cls in (RunConfig, Objective, *ALGORITHM_SETTINGS.values()) for f in dataclasses.fields(cls)}
                 | STUDY_KEYS | SCALE_KEYS | set(SETTINGS) | {"label", "preset", "overrides", "paper_row", "setting", "param"})
 WORDS = ["ppo_mujoco_paper", "trpo_mujoco", "ppo_atari_paper", "Hopper-v5", "Pendulum-v1", "ALE/Pong-v5", "clip_0.2",
          "clip_*", "no_clip", "smoke", "paper2017", "../x", "$(touch PWNED)", "a b", "", "ε"]

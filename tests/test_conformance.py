@@ -18,7 +18,7 @@ from ppo import config as config_module
 from ppo.algorithms import lines, specs
 from ppo.algorithms.base import ActorCriticAlgorithm
 from ppo.algorithms.spec import MLP, Algorithm, AlgorithmSpec, Line
-from ppo.config import ALGORITHMS, PPOConfig, build_config
+from ppo.config import ALGORITHMS, RunConfig, build_config
 from ppo.experiments import load_variant
 from ppo.rollout import group_context
 from ppo.train import RunSpec, train_group
@@ -37,11 +37,11 @@ def merged(base: dict, changes: dict) -> dict:
     return out
 
 
-def variant_config(variant: str, changes: dict) -> PPOConfig:
+def variant_config(variant: str, changes: dict) -> RunConfig:
     return build_config(merged(load_variant(variant).config.to_dict(), changes), f"{variant} + {changes}")
 
 
-def tiny(spec, line) -> PPOConfig:
+def tiny(spec, line) -> RunConfig:
     return variant_config(line.variant, spec.tiny)
 
 
@@ -54,7 +54,7 @@ def comparable(result):
 
 def test_every_algorithm_of_the_config_is_declared_once_with_its_section():
     assert set(specs()) == set(ALGORITHMS)
-    sections = typing.get_type_hints(PPOConfig, vars(config_module))
+    sections = typing.get_type_hints(RunConfig, vars(config_module))
     for name, spec in specs().items():
         if spec.settings is None:  # PPO: its settings are the config's top-level fields
             assert name not in sections
@@ -74,7 +74,7 @@ def test_a_lines_variant_file_is_that_line(spec, line):
 def test_a_network_the_algorithm_does_not_declare_is_refused():
     with pytest.raises(ValueError, match=r"algorithm trpo is implemented with network\(s\) \['mlp'\], not "
                                          r"'cnn_nature' \(which ppo, a2c, acer take\)"):
-        PPOConfig(algorithm="trpo", network="cnn_nature", env_protocol="paper2017")
+        RunConfig(algorithm="trpo", network="cnn_nature", env_protocol="paper2017")
 
 
 # ---------------------------------------------------------------- the mechanics, on seconds-long runs

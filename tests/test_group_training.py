@@ -7,12 +7,12 @@ import pandas as pd
 import torch
 
 import ppo.algorithms.ppo
-from ppo.config import PPOConfig
+from ppo.config import RunConfig
 from ppo.settings import Objective
 from ppo.train import RunSpec, train_group
 
 # Small but complete: several updates, episode ends by termination (Hopper falls) and by the time limit.
-TINY = PPOConfig(total_steps=768, horizon=128, epochs=2, minibatch_size=32)
+TINY = RunConfig(total_steps=768, horizon=128, epochs=2, minibatch_size=32)
 
 
 def spec(name, seed, task="Hopper-v5", **objective):

@@ -14,7 +14,7 @@ from gymnasium.wrappers.utils import RunningMeanStd
 import ppo.algorithms.ppo
 from killing import Killed, kill_at
 from ppo.batched import GaussianActorCritic
-from ppo.config import ConfigError, PPOConfig, build_config
+from ppo.config import ConfigError, RunConfig, build_config
 from ppo.settings import Objective
 from ppo.normalizer import RewardScaler
 from ppo.objective import value_loss
@@ -99,7 +99,7 @@ def test_reward_scaling_hand_values_and_reset_on_truncation():
 def tiny_batch(time_limit):
     """T = 3 steps of one actor: observation x_t = t + 1 and V(x) = x, so V = 1, 2, 3; after the last step the
     observation is 4. Rewards 1; the episode is cut by a time limit at t = 1, whose final observation is 10."""
-    cfg = PPOConfig(horizon=3, minibatch_size=3, gamma=0.5, gae_lambda=0.5, adv_norm="none", time_limit=time_limit,
+    cfg = RunConfig(horizon=3, minibatch_size=3, gamma=0.5, gae_lambda=0.5, adv_norm="none", time_limit=time_limit,
                     adv_recompute=True)
     signals = RolloutSignals(rewards=np.ones((3, 1)), terminated=np.zeros((3, 1), bool),
                              truncated=np.array([[False], [True], [False]]), last_obs=torch.tensor([[[4.0]]]),
@@ -177,10 +177,10 @@ def test_per_run_gradient_norm_clipping_hand_value():
 
 
 def test_new_settings_are_left_out_of_the_record_at_their_defaults():
-    assert not {"vf_clip", "target_kl", "reward_norm", "reward_clip", "adv_recompute"} & set(PPOConfig().to_dict())
-    cfg = PPOConfig(vf_clip=0.2, target_kl=0.015, reward_norm=True, adv_recompute=True)
+    assert not {"vf_clip", "target_kl", "reward_norm", "reward_clip", "adv_recompute"} & set(RunConfig().to_dict())
+    cfg = RunConfig(vf_clip=0.2, target_kl=0.015, reward_norm=True, adv_recompute=True)
     assert {"vf_clip": 0.2, "target_kl": 0.015, "reward_norm": True, "adv_recompute": True}.items() <= cfg.to_dict().items()
-    assert cfg.structural_key() != PPOConfig().structural_key()  # one group per setting of a detail
+    assert cfg.structural_key() != RunConfig().structural_key()  # one group per setting of a detail
 
 
 @pytest.mark.parametrize("data, message", [
@@ -200,7 +200,7 @@ def test_bad_settings_are_refused_with_the_field_named(data, message):
 
 # ---- whole runs with every detail on
 
-EVERY_DETAIL = PPOConfig(total_steps=768, horizon=128, epochs=4, minibatch_size=32, learning_rate=1e-3,
+EVERY_DETAIL = RunConfig(total_steps=768, horizon=128, epochs=4, minibatch_size=32, learning_rate=1e-3,
                          lr_schedule="linear", init="orthogonal", max_grad_norm=0.5, adv_norm="minibatch",
                          time_limit="bootstrap", vf_clip=0.2, target_kl=3e-4, reward_norm=True, adv_recompute=True)
 
@@ -244,7 +244,7 @@ def test_every_detail_resumes_from_a_checkpoint_with_identical_records(group, tm
 
 
 def test_reward_scaling_changes_the_learner_not_the_recorded_returns():
-    cfg = PPOConfig(total_steps=256, horizon=128, epochs=1, minibatch_size=64)
+    cfg = RunConfig(total_steps=256, horizon=128, epochs=1, minibatch_size=64)
     raw, scaled = (train_group([RunSpec("r", "Hopper-v5", dataclasses.replace(cfg, reward_norm=on), 3)],
                                log=lambda _: None)[0] for on in (False, True))
     first = raw.updates["global_step"].iloc[0]

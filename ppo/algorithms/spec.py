@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:  # only for annotations: the specs are read while ppo.config is still being validated
     import torch
 
-    from ..config import PPOConfig
+    from ..config import RunConfig
     from ..rollout import GroupContext
 
 MLP = ("mlp",)
@@ -74,7 +74,7 @@ class LearningCheck:
     start_window: int = 20
 
 
-def default_memory_mb(cfg: PPOConfig, num_runs: int, total_steps: int) -> int:
+def default_memory_mb(cfg: RunConfig, num_runs: int, total_steps: int) -> int:
     """An on-policy algorithm holds one batch per run: small for vector observations, frames for Atari."""
     return 1000 + (500 if cfg.is_atari else 40) * num_runs
 
@@ -90,8 +90,8 @@ class AlgorithmSpec:
     continuous: bool = True  # Gaussian policy on continuous actions (MuJoCo)
     discrete_mlp: bool = False  # categorical MLP policy on discrete-action vector tasks (classic control)
     nan_allowed: frozenset[str] = frozenset()  # statistics that are NaN by definition for some runs
-    line_of: Callable[[PPOConfig], str] | None = None  # which line a config is (None: the first)
-    memory_mb: Callable[[PPOConfig, int, int], int] = default_memory_mb  # (cfg, runs in the job, steps)
+    line_of: Callable[[RunConfig], str] | None = None  # which line a config is (None: the first)
+    memory_mb: Callable[[RunConfig, int, int], int] = default_memory_mb  # (cfg, runs in the job, steps)
     order: int = 100  # position in the reports' tables and legends, smallest first
     # The conformance suite's seconds-long runs: these overrides on each line's variant, on tiny_task.
     tiny: dict = field(default_factory=dict)
@@ -101,7 +101,7 @@ class AlgorithmSpec:
     group_exact: bool = True
     learning: tuple[LearningCheck, ...] = ()
 
-    def line(self, cfg: PPOConfig) -> str:
+    def line(self, cfg: RunConfig) -> str:
         return self.line_of(cfg) if self.line_of is not None else self.lines[0].key
 
     def __post_init__(self) -> None:
