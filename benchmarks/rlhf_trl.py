@@ -35,7 +35,8 @@ What differs (TRL's choices that cannot be switched off, or this comparison's):
 - TRL places the score on the token *after* EOS (index length + 1, where the value is still counted), so GAE
   discounts it once more by γλ; ours on the last valid token (EOS).
 - TRL never clips gradients in its PPO loop (``max_grad_norm`` is unused); ours clips each model's at 1.0.
-- TRL steps one AdamW over policy and value together; ours one Adam each (the same updates without clipping).
+- TRL steps one (fused) AdamW over policy and value together; ours one Adam each (the same updates
+  without clipping; both without weight decay, checked).
 - TRL's prompts come from a fixed dataset of ``updates × 64`` grammar prompts, shuffled; ours are drawn fresh
   per update. Same distribution, different draws; seeds differ anyway, so curves agree only statistically.
 - TRL's policy and score heads have no bias parameter (folded in at the start, but it is not a free parameter
