@@ -1,0 +1,65 @@
+"""benchmarks/rlhf_trl.py: its bookkeeping without TRL; with TRL (the optional .venv-trl, never required), that
+our models copied into GPT-2 compute the same log-probabilities and scores, and that two TRL updates run on
+our task and their batches are captured. Its speed and curves are measured, not tested."""
+import importlib.util
+import os
+from pathlib import Path
+from unittest import mock
+
+import pandas as pd
+import pytest
+import torch
+
+from ppo.rlhf.config import load_variant
+from ppo.rlhf.language import EOS
+from ppo.rlhf.train import build_models
+
+with mock.patch.dict(os.environ):  # the script pins threads and the hub off for its own process only
+    spec = importlib.util.spec_from_file_location("rlhf_trl", Path(__file__).parents[1] / "benchmarks/rlhf_trl.py")
+    rlhf_trl = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rlhf_trl)
+
+TINY = {"updates": 2, "sft": {"steps": 20}, "reward_model": {"pairs": 64, "normalise_samples": 64}}
+
+
+def test_curve_summary_takes_start_smoothed_peak_and_final():
+    curve = pd.DataFrame({"update": range(6), "gold_reward": [0.0, 1.0, 5.0, 3.0, 1.0, -1.0]})
+    s = rlhf_trl.curve_summary(curve, "gold_reward", window=2)
+    assert s["gold_reward_start"] == 0.0
+    assert s["gold_reward_final"] == 0.0  # mean of 1 and -1
+    # centred rolling mean of 2 (pandas: the row and the one before): 0, .5, 3, 4, 2, 0 -> peak 4 at update 3
+    assert (s["gold_reward_peak"], s["gold_reward_peak_update"]) == (4.0, 3)
+
+
+def test_no_clipping_is_spelled_none():
+    assert rlhf_trl.parse_clip("none") is None and rlhf_trl.parse_clip("0.2") == 0.2
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    pytest.importorskip("trl", reason="TRL is optional: benchmarks/rlhf_trl.py sets up .venv-trl")
+    cfg = load_variant("clip_0.2", **TINY).config
+    return cfg, build_models(cfg)
+
+
+def test_gpt2_copies_compute_our_models(tiny):
+    cfg, models = tiny
+    lang = models.language
+    policy, reward = rlhf_trl.port_policy(models.sft, lang), rlhf_trl.port_scalar(models.reward, lang)
+    err = rlhf_trl.port_error(models, policy, reward, n=64)
+    assert err["policy_logprob_max_abs_diff"] < 1e-4 and err["reward_max_abs_diff"] < 1e-4
+    assert err["pad_prob_max"] < 1e-12  # the padding token is never sampled
+    tok = rlhf_trl.char_tokenizer(lang)
+    seq = lang.sample(2, torch.Generator().manual_seed(0))
+    text = lang.decode(seq[0])
+    assert tok(text)["input_ids"] == seq[0, : len(text)].tolist()
+    assert (tok.bos_token_id, tok.eos_token_id, tok.pad_token_id) == (0, EOS, lang.vocab_size)
+
+
+def test_two_trl_updates_on_our_task(tiny, tmp_path):
+    cfg, models = tiny
+    curve, timing = rlhf_trl.run_trl(cfg, 0, models, tmp_path)
+    assert list(curve["update"]) == [0, 1] and timing["seconds"] > 0
+    # the captured batches are the ones TRL scored: its mean score equals ours on them
+    assert (curve["trl_scores"] - curve["check_scores"]).abs().max() < 1e-4
+    assert curve[["gold_reward", "proxy_reward", "ref_kl_k1"]].notna().all().all()
