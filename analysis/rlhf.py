@@ -42,7 +42,7 @@ FIT_NOTE = ("Gao et al. 2022's forms fitted by least squares to the reward gaine
 FRONTIER_RULE = (
     f"Rule: for each surrogate with runs at reference β = 0 and β > 0, the β = 0 runs define the frontier: their "
     f"gold reward against d = √KL(π‖π_ref), averaged in {FRONTIER_BINS} equal-width bins of d (bins that every β = 0 "
-    "run visits) and interpolated linearly between bin centres. matched_kl_gap = mean over the β > 0 runs' updates "
+    "run visits), each placed at its points' mean d, and interpolated linearly between them. matched_kl_gap = mean over the β > 0 runs' updates "
     "(those with d inside the frontier's range; share_in_range) of (their gold − the frontier's gold at their d), "
     "i.e. gold at matched KL. 95% interval: bootstrap resampling the β > 0 runs and the β = 0 runs independently "
     "(analysis.stats.stratified_bootstrap). Verdict: 'moves the frontier up' if the whole interval is above 0, "
@@ -135,11 +135,10 @@ def fit_gao(d, reward, form: str) -> dict:
     total = np.sum((reward - reward.mean()) ** 2)
     out.update(alpha=float(alpha), beta=float(beta),
                r2=float(1 - np.sum((reward - fitted) ** 2) / total) if total > 0 else math.nan)
-    if beta > 0:
+    if beta > 0 and (form == "bon" or alpha / beta - 1 < 700):  # e^700: no peak within any reachable KL
         peak = math.exp(alpha / beta - 1) if form == "rl" else alpha / (2 * beta)
-        if form == "bon" or alpha / beta - 1 < 700:
-            out["d_peak_fit"] = peak
-            out["R_peak_fit"] = float((gao_rl if form == "rl" else gao_bon)(peak, alpha, beta))
+        out["d_peak_fit"] = peak
+        out["R_peak_fit"] = float((gao_rl if form == "rl" else gao_bon)(peak, alpha, beta))
     return out
 
 
@@ -246,7 +245,13 @@ def _frontier_strata(ref_runs: list[pd.DataFrame], runs: list[pd.DataFrame]):
     covered = (counts > 0).all(axis=0)
     if covered.sum() < 2:
         return None
-    centres = ((edges[:-1] + edges[1:]) / 2)[covered]
+    # each bin's point sits at the mean d of the β = 0 points in it (not the bin's centre, which would bias the
+    # curve where points crowd one side of a bin); resamples move the gold means, not these positions
+    d_sums = np.zeros(FRONTIER_BINS)
+    for run in ref_runs:
+        idx = np.clip(np.digitize(run["sqrt_kl"], edges) - 1, 0, FRONTIER_BINS - 1)
+        d_sums += np.bincount(idx, run["sqrt_kl"], FRONTIER_BINS)
+    centres = (d_sums / counts.sum(axis=0))[covered]
     ref_side = np.hstack([sums[:, covered], counts[:, covered]])
     rows, shares = [], []
     for run in runs:

@@ -149,7 +149,7 @@ def _betas(value, field: str, path: Path) -> tuple[float, ...]:
     return tuple(out)
 
 
-def _blocks(value, field: str, path: Path, available: list[str]) -> dict[str, tuple[list[str], tuple | None]]:
+def _blocks(value, field: str, path: Path, available: list[str], rlhf_dir: Path) -> dict[str, tuple[list[str], tuple | None]]:
     if not isinstance(value, dict) or not value:
         raise ConfigError(f"{path}: field {field} must be a non-empty mapping of block name to "
                           f"{{variants, reference_betas}}, got {show(value)}")
@@ -166,7 +166,7 @@ def _blocks(value, field: str, path: Path, available: list[str]) -> dict[str, tu
             matched = fnmatch.filter(available, pattern)
             if not matched:
                 raise ConfigError(f"{path}: field {where}.variants: entry {show(pattern)} matches no file in "
-                                  f"{RLHF_DIR / 'variants'}")
+                                  f"{rlhf_dir / 'variants'}")
             names += [m for m in matched if m not in names]
         betas = _betas(block["reference_betas"], f"{where}.reference_betas", path) if "reference_betas" in block else None
         out[name] = (names, betas)
@@ -201,9 +201,9 @@ def load_rlhf_study(name: str, scale: str, data: dict, path: Path, seeds: int | 
                           f"got {show(overrides)}")
     available = variant_names(rlhf_dir)
     block_field = f"scales.{scale}.blocks" if "blocks" in sc else "blocks"
-    blocks = _blocks(sc.get("blocks", data["blocks"]), block_field, path, available)
+    blocks = _blocks(sc.get("blocks", data["blocks"]), block_field, path, available, rlhf_dir)
     if "blocks" in sc:  # the study's blocks are checked too: a typo there would surface only at another scale
-        _blocks(data["blocks"], "blocks", path, available)
+        _blocks(data["blocks"], "blocks", path, available, rlhf_dir)
     cells: dict[str, dict] = {}
     for block, (names, betas) in blocks.items():
         for variant in names:

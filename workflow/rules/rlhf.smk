@@ -33,7 +33,7 @@ for _study in [s for s in STUDIES if s.kind == "rlhf"]:
             log:
                 f"{log_dir(_study)}/models-{_key}.log",
             threads: config["torch_threads"]
-            priority: 1000000  # every run of the key waits for it
+            priority: 1000000 + sum(r.variant.models_key == _key for r in _pending)  # its runs wait: most-needed first
             shell:
                 "python -m ppo.rlhf.run --study {params.study:q} --scale {params.scale:q} --build-models {params.key:q} "
                 "--models-cache {params.cache:q} --threads {threads:q} > {log:q} 2>&1"
