@@ -32,6 +32,8 @@ for _study in [s for s in STUDIES if s.kind == "rlhf"]:
                 cache=f"{results_dir(_study)}/models",
             log:
                 f"{log_dir(_study)}/models-{_key}.log",
+            benchmark:
+                f"{benchmarks_dir(_study)}/models-{_key}.tsv"
             threads: config["torch_threads"]
             priority: 1000000 + sum(r.variant.models_key == _key for r in _pending)  # its runs wait: most-needed first
             shell:
