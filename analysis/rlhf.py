@@ -38,7 +38,8 @@ PEAK_NOTE = (f"Per run: peak_gold = the largest value of gold reward (the batch'
 FIT_NOTE = ("Gao et al. 2022's forms fitted by least squares to the reward gained over the SFT policy (each run's "
             "value minus its update-0 value; best-of-n: minus n = 1) against d = √KL(π‖π_ref), every update of every "
             "seed pooled. r2 = 1 − SS_res/SS_tot. d_peak_fit, R_peak_fit: where the fitted curve peaks (RL: "
-            "d = exp(α/β − 1); best-of-n: d = α/(2β)); blank when β ≤ 0 (no peak: the curve still rises).")
+            "d = exp(α/β − 1); best-of-n: d = α/(2β)); blank when β ≤ 0 or the peak lies beyond d_max (the fitted curve "
+            "still rises over the data).")
 FRONTIER_RULE = (
     f"Rule: for each surrogate with runs at reference β = 0 and β > 0, the β = 0 runs define the frontier: their "
     f"gold reward against d = √KL(π‖π_ref), averaged in {FRONTIER_BINS} equal-width bins of d (bins that every β = 0 "
@@ -137,8 +138,9 @@ def fit_gao(d, reward, form: str) -> dict:
                r2=float(1 - np.sum((reward - fitted) ** 2) / total) if total > 0 else math.nan)
     if beta > 0 and (form == "bon" or alpha / beta - 1 < 700):  # e^700: no peak within any reachable KL
         peak = math.exp(alpha / beta - 1) if form == "rl" else alpha / (2 * beta)
-        out["d_peak_fit"] = peak
-        out["R_peak_fit"] = float((gao_rl if form == "rl" else gao_bon)(peak, alpha, beta))
+        if peak <= out["d_max"]:  # a peak beyond the data is an extrapolation, not a finding
+            out["d_peak_fit"] = peak
+            out["R_peak_fit"] = float((gao_rl if form == "rl" else gao_bon)(peak, alpha, beta))
     return out
 
 
@@ -251,7 +253,7 @@ def _frontier_strata(ref_runs: list[pd.DataFrame], runs: list[pd.DataFrame]):
     for run in ref_runs:
         idx = np.clip(np.digitize(run["sqrt_kl"], edges) - 1, 0, FRONTIER_BINS - 1)
         d_sums += np.bincount(idx, run["sqrt_kl"], FRONTIER_BINS)
-    centres = (d_sums / counts.sum(axis=0))[covered]
+    centres = d_sums[covered] / counts.sum(axis=0)[covered]
     ref_side = np.hstack([sums[:, covered], counts[:, covered]])
     rows, shares = [], []
     for run in runs:

@@ -75,6 +75,8 @@ def test_gao_fits_recover_known_parameters():
     bon = rlhf.fit_gao(d, rlhf.gao_bon(d, 1.2, 0.3), "bon")
     assert bon["alpha"] == pytest.approx(1.2) and bon["beta"] == pytest.approx(0.3)
     assert bon["d_peak_fit"] == pytest.approx(2.0) and bon["R_peak_fit"] == pytest.approx(1.2 * 2 - 0.3 * 4)
+    short = rlhf.fit_gao(d[d <= 1], rlhf.gao_rl(d[d <= 1], 3.0, 1.5), "rl")  # the data stop before the peak at e
+    assert short["beta"] == pytest.approx(1.5) and math.isnan(short["d_peak_fit"])  # not extrapolated
     rising = rlhf.fit_gao(d, 0.5 * d, "bon")  # no over-optimisation: β = 0, no peak
     assert rising["beta"] == pytest.approx(0.0, abs=1e-9) and math.isnan(rising["d_peak_fit"])
     assert math.isnan(rlhf.fit_gao([0.0, 1.0], [0.0, 1.0], "rl")["alpha"])  # two points cannot fix two parameters
