@@ -64,4 +64,13 @@ REPORTS = {
         random_scores=True, anchor=True, variant_files=True, headline="details_claims.md",
         headline_columns=("variant_label", "prediction", "effect", "effect_ci_low", "effect_ci_high",
                           "mechanism_found", "verdict")),
+    "rlhf": Report(  # PPO for language models (issue 19): over-optimisation with Gao et al.'s fits, the KL frontier
+        "rlhf_report.py",
+        (("rlhf_overoptimisation.png", "rlhf_overoptimisation.rst"), ("rlhf_fits.csv", "rlhf_fits.rst"),
+         ("rlhf_fits.md", None), ("rlhf_gold_curves.png", "rlhf_gold_curves.rst"),
+         ("rlhf_peak_final.csv", "rlhf_peak_final.rst"), ("rlhf_peak_final.md", None),
+         ("rlhf_frontier.csv", "rlhf_frontier.rst"), ("rlhf_frontier.md", None)),
+        headline="rlhf_peak_final.md",
+        headline_columns=("setting", "n_runs", "n_diverged", "peak_gold", "peak_ci_low", "peak_ci_high",
+                          "final_gold", "final_ci_low", "final_ci_high", "final_sqrt_kl")),
 }

@@ -19,7 +19,8 @@ from .envs import check_task, discrete_actions, task_name
 from .layout import RUN_FILES, run_dir, run_id
 from .reports import REPORTS  # the analysis a study's results get
 
-STUDY_KEYS = {"description", "tasks", "variants", "presets", "anchor", "report", "scales"}
+STUDY_KEYS = {"kind", "description", "tasks", "variants", "presets", "anchor", "report", "scales"}
+KINDS = ("mujoco", "rlhf")  # a study file's kind: tasks x variants x seeds (default), or ppo/rlhf/study.py's grid
 SCALE_KEYS = {"label", "total_steps", "seeds", "tasks", "variants", "reduced"}
 MAX_SEEDS = 1000  # runs per task and variant: more would exhaust memory while planning
 MAX_TOTAL_STEPS = 10**10  # environment steps per run: more would never finish
@@ -68,6 +69,8 @@ class Study:
     path: Path
     report: str = "table1"
     presets: tuple[tuple[str, str], ...] = ()  # (preset a variant names, preset applied instead): field presets
+    kind = "mujoco"  # trained by ppo.run in groups (an RLHF study, ppo.rlhf.study.RLHFStudy, by ppo.rlhf.run)
+    run_files = RUN_FILES  # what a finished run has written
 
     def runs(self) -> list[Run]:
         return [Run(t, v, s) for t in self.tasks for v in self.variants for s in range(self.seeds)]
@@ -115,7 +118,7 @@ def shared_runs(studies: list[Study]) -> dict[tuple[str, str], tuple[Study, Run]
 def is_current(results: Path | str, study: Study, run: Run) -> bool:
     """Finished, with every record, under the configuration the study now resolves for it."""
     folder = run_dir(results, study, run)
-    if not all((folder / name).exists() for name in RUN_FILES):
+    if not all((folder / name).exists() for name in study.run_files):
         return False
     try:
         return json.loads((folder / "manifest.json").read_text()).get("config_digest") == run.config_digest
@@ -132,6 +135,8 @@ def plan_groups(studies: list[Study], group_size: int, results: Path | str,
     shared = shared_runs(studies)
     planned = []
     for study in studies:
+        if study.kind != "mujoco":  # one job per run (workflow/rules/rlhf.smk), not ppo.run's groups
+            continue
         pending = [r for r in study.runs()
                    if (study.name, r.run_id) not in shared and not is_current(results, study, r)
                    and not (published is not None and is_current(published, study, r))]
@@ -175,6 +180,12 @@ def load_study(name: str, scale: str, seeds: int | None = None, experiments_dir:
     check_name(name, "study name", f"pipeline config (studies), {path}")
     check_name(scale, "scale", f"pipeline config (scale), {path}")
     data = read_yaml(path)
+    kind = data.get("kind", "mujoco")
+    if kind not in KINDS:
+        raise ConfigError(f"{path}: field kind must be one of {list(KINDS)}, got {show(kind)}")
+    if kind == "rlhf":
+        from .rlhf.study import load_rlhf_study
+        return load_rlhf_study(name, scale, data, path, seeds, experiments_dir / "rlhf")
     check_keys(data, STUDY_KEYS, {"tasks", "variants", "scales", "anchor"}, path)
     scales = _mapping(data["scales"], "scales", path)
     if scale not in scales:

@@ -52,6 +52,9 @@ class RunResult:
     samples: pd.DataFrame  # sampled responses as text at a few updates
     timing: pd.DataFrame  # wall-clock seconds per update, kept apart from the deterministic records
     info: dict  # the pretraining measures of the models the run started from
+    status: str = "completed"  # or "diverged": non-finite parameters after an update; the records stop there
+    diverged_at_update: int | None = None
+    diverged_reason: str | None = None
 
 
 @dataclass
@@ -163,6 +166,7 @@ def train(cfg: RLHFConfig, seed: int, models: Models | None = None, log=None) ->
     B, M = cfg.batch_size, cfg.minibatch_size
     group = cfg.group_size if cfg.algorithm in ("grpo", "rloo") else 1
     rows, sample_table, timing = [], [], []
+    diverged = None
     for update in range(cfg.updates + 1):
         t0 = time.perf_counter()
         # ---- (1)-(2) responses and what is known of them before the update
@@ -234,10 +238,17 @@ def train(cfg: RLHFConfig, seed: int, models: Models | None = None, log=None) ->
                     "explained_variance": explained, "advantage_std": adv[b.mask].std().item()})
         rows.append(row)
         timing.append({"update": update, "rollout_seconds": t1 - t0, "optimize_seconds": time.perf_counter() - t1})
+        if not all(torch.isfinite(p).all() for m in (policy, value) if m is not None for p in m.parameters()):
+            # a diverged run is recorded up to here, not a crash: nothing after it could be sampled
+            diverged = (update, "non-finite policy or value parameters after the update")
+            if log:
+                log(f"update {update}: diverged ({diverged[1]}); recorded, the run stops")
+            break
         if log and (update % 10 == 0):
             log(f"update {update}: proxy {row['proxy_reward']:+.2f} gold {row['gold_reward']:+.2f} "
                 f"KL(π‖π_ref) {row['ref_kl']:.2f} KL(π_old‖π) {row['tr_kl']:.4f}")
-    return RunResult(pd.DataFrame(rows), pd.DataFrame(sample_table), pd.DataFrame(timing), dict(models.info))
+    return RunResult(pd.DataFrame(rows), pd.DataFrame(sample_table), pd.DataFrame(timing), dict(models.info),
+                     "diverged" if diverged else "completed", *(diverged or (None, None)))
 
 
 @torch.no_grad()

@@ -11,6 +11,7 @@ import test_analysis_cli
 import test_atari
 import test_details
 import test_figure3
+import test_rlhf_analysis
 
 from ppo.reports import REPORTS
 
@@ -30,6 +31,8 @@ def tiny_study(kind: str, root: Path, make_run, make_random) -> tuple[Path, list
         return (*test_details.build_study(root), "clip_0.2")
     if kind == "atari":
         return test_atari.build_study(root), [], "atari_ppo"
+    if kind == "rlhf":
+        return test_rlhf_analysis.build_study(root), [], ""
     raise AssertionError(f"report {kind} has no tiny study here: add one")
 
 

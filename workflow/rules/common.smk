@@ -71,7 +71,7 @@ def run_dir(study, run):
 
 
 def run_outputs(study, runs):
-    return [f"{run_dir(study, r)}/{name}" for r in runs for name in RUN_FILES]
+    return [f"{run_dir(study, r)}/{name}" for r in runs for name in study.run_files]  # an RLHF run's differ
 
 
 def manifests(study):

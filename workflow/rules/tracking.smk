@@ -1,7 +1,8 @@
 # Optional: replay every run's records into wandb (offline unless config wandb.mode is online). It reads
 # the finished parquet files, so enabling, disabling or switching it never re-runs a training job.
 
-for _study in STUDIES if config.get("tracking", "none") == "wandb" else []:
+# (the MuJoCo and Atari studies: ppo.tracking replays their episode records; an RLHF run has none)
+for _study in [s for s in STUDIES if s.kind == "mujoco"] if config.get("tracking", "none") == "wandb" else []:
 
     rule:
         name:

@@ -26,7 +26,30 @@ def shown(value) -> str:
     return value if isinstance(value, str) else str(value)
 
 
+def rlhf_deviations(study) -> pd.DataFrame:
+    """An RLHF study (ppo/rlhf/study.py): the paper has no language-model experiment, so every setting is a
+    choice it leaves open; each row names where the value comes from (the preset's choices), then the scale's
+    overrides and the budget."""
+    from ppo.rlhf.config import load_preset
+
+    rows = []
+    for preset in sorted(study.tasks):
+        config, choices = load_preset(preset)
+        for setting, choice in choices.items():
+            rows.append({"preset": preset, "setting": setting, "value": shown(config.get(setting)),
+                         "paper_states_it": False, "source_of_choice": choice["source"]})
+    for setting, value in study.overrides:
+        rows.append({"preset": "(study)", "setting": f"scales.{study.scale}.overrides.{setting}", "value": value,
+                     "paper_states_it": False, "source_of_choice": study.label})
+    rows.append({"preset": "(study)", "setting": "budget",
+                 "value": f"{len(study.variants)} settings x {study.seeds} seeds, {study.updates} updates per run",
+                 "paper_states_it": False, "source_of_choice": study.label})
+    return pd.DataFrame(rows)
+
+
 def deviations(study) -> pd.DataFrame:
+    if study.kind == "rlhf":
+        return rlhf_deviations(study)
     rows = []
     for preset in {v.preset.name: v.preset for v in study.variants}.values():
         for setting, choice in preset.choices.items():

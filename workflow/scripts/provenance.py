@@ -48,7 +48,8 @@ def provenance(study, manifests: list[dict]) -> list[tuple[str, str]]:
         ("scale", study.scale),
         ("scale_label", study.label),
         ("reduced_budget", "yes" if study.reduced else "no (the paper's protocol)"),
-        ("total_steps_per_run", study.total_steps),
+        *([("updates_per_run", study.updates), ("responses_per_run", study.total_steps)] if study.kind == "rlhf"
+          else [("total_steps_per_run", study.total_steps)]),
         ("tasks", ", ".join(study.tasks)),
         ("settings", ", ".join(v.name for v in study.variants)),
         ("seeds", f"{study.seeds} ({', '.join(map(str, range(study.seeds)))})"),
