@@ -15,7 +15,7 @@ def rlhf_rule_name(*parts):
 
 for _study in [s for s in STUDIES if s.kind == "rlhf"]:
     _pending = [r for r in _study.runs() if not is_current(_study, r)]
-    _seeds_option = f"--seeds {config['seeds']}" if config.get("seeds") else ""
+    _seeds_option = ["--seeds", str(config["seeds"])] if config.get("seeds") else []
     _models = _study.models()
 
     for _key in sorted({r.variant.models_key for r in _pending}):
@@ -69,6 +69,6 @@ for _study in [s for s in STUDIES if s.kind == "rlhf"]:
             resources:
                 mem_mb=1500,
             shell:
-                "python -m ppo.rlhf.run --study {params.study:q} --scale {params.scale:q} {params.seeds} "
+                "python -m ppo.rlhf.run --study {params.study:q} --scale {params.scale:q} {params.seeds:q} "
                 "--cell {params.cell:q} --seed {params.seed:q} --digest {params.digest:q} --out {params.out:q} "
                 "--models-cache {params.cache:q} --threads {threads:q} > {log:q} 2>&1"
