@@ -162,6 +162,10 @@ def train(cfg: RLHFConfig, seed: int, models: Models | None = None, log=None) ->
     tr_beta = torch.tensor([o.kl_beta])  # the surrogate's β on KL(π_old‖π), adapted by d_targ
     kl_target = torch.tensor([math.nan if o.kl_target is None else o.kl_target])
     ent_coef = torch.tensor([[o.ent_coef]])
+    # A term with coefficient 0 adds exactly 0 to the loss and to every gradient (β = 0 stays 0 under d_targ:
+    # 0/2 = 0·2 = 0), so its exact KL or entropy over the vocabulary, and their backward, are skipped: a
+    # zero [1, 1] stands in (objective_terms broadcasts it) and the records are bit-identical.
+    zero_term = torch.zeros(1, 1)
     ref_beta = cfg.reference_kl.beta  # the reward's β on KL(π‖π_ref), adapted by Ziegler's controller
     B, M = cfg.batch_size, cfg.minibatch_size
     group = cfg.group_size if cfg.algorithm in ("grpo", "rloo") else 1
@@ -195,10 +199,12 @@ def train(cfg: RLHFConfig, seed: int, models: Models | None = None, log=None) ->
                 logits = response_logits(policy, q, r, cfg.temperature)
                 logratio = token_log_probs(logits, r) - b.old_logp[idx]
                 ratio = logratio.exp()
-                tr_kl = L.kl_exact(b.old_logits[idx], logits)  # KL(π_old‖π) per token, exact
                 valid = lambda x: x[m][None]  # noqa: E731 - the valid tokens as one run of objective_terms: [1, N]
-                policy_loss, surr = objective_terms(valid(ratio), valid(adv[idx]), valid(tr_kl),
-                                                    valid(L.entropy(logits)), clip_eps, tr_beta.view(1, 1), ent_coef)
+                # KL(π_old‖π) per token, exact; and the entropy bonus
+                tr_kl = valid(L.kl_exact(b.old_logits[idx], logits)) if o.kl_beta != 0 else zero_term
+                ent = valid(L.entropy(logits)) if o.ent_coef != 0 else zero_term
+                policy_loss, surr = objective_terms(valid(ratio), valid(adv[idx]), tr_kl, ent, clip_eps,
+                                                    tr_beta.view(1, 1), ent_coef)
                 opt_policy.zero_grad()
                 policy_loss.sum().backward()
                 clip_grad(policy, cfg.max_grad_norm)
