@@ -141,9 +141,11 @@ def advantages(cfg: RLHFConfig, b: Batch, ref_beta: float, values: torch.Tensor 
     return adv, returns
 
 
-def clip_grad(model: Transformer, max_norm: float | None) -> None:
+def clip_grad(params: list[torch.Tensor], max_norm: float | None) -> None:
+    """``params`` as a list: clip_grad_norm_ would walk ``model.parameters()``, a generator over the module
+    tree, several times per call, a third of its cost at these sizes."""
     if max_norm is not None:
-        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+        torch.nn.utils.clip_grad_norm_(params, max_norm)
 
 
 def train(cfg: RLHFConfig, seed: int, models: Models | None = None, log=None) -> RunResult:
@@ -209,7 +211,7 @@ def train(cfg: RLHFConfig, seed: int, models: Models | None = None, log=None) ->
                                                     tr_beta.view(1, 1), ent_coef)
                 opt_policy.zero_grad()
                 policy_loss.sum().backward()
-                clip_grad(policy, cfg.max_grad_norm)
+                clip_grad(opt_policy.param_groups[0]["params"], cfg.max_grad_norm)
                 opt_policy.step()
                 value_loss = value_clipfrac = torch.tensor(math.nan)
                 if value is not None:
@@ -218,7 +220,7 @@ def train(cfg: RLHFConfig, seed: int, models: Models | None = None, log=None) ->
                                                                       cfg.value_clip)
                     opt_value.zero_grad()
                     (cfg.vf_coef * value_loss).backward()
-                    clip_grad(value, cfg.max_grad_norm)
+                    clip_grad(opt_value.param_groups[0]["params"], cfg.max_grad_norm)
                     opt_value.step()
                 with torch.no_grad():
                     stats += torch.stack([policy_loss.sum(), surr.sum(), L.masked_mean(L.kl_k3(b.old_logp[idx], b.old_logp[idx] + logratio), m),
