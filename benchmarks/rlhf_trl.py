@@ -35,7 +35,7 @@ What differs (TRL's choices that cannot be switched off, or this comparison's):
 - TRL places the score on the token *after* EOS (index length + 1, where the value is still counted), so GAE
   discounts it once more by γλ; ours on the last valid token (EOS).
 - TRL never clips gradients in its PPO loop (``max_grad_norm`` is unused); ours clips each model's at 1.0.
-- TRL steps one (fused) AdamW over policy and value together; ours one Adam each (the same updates
+- TRL steps one (fused) AdamW over policy and value together; ours one fused Adam each (the same updates
   without clipping; both without weight decay, checked).
 - TRL's prompts come from a fixed dataset of ``updates × 64`` grammar prompts, shuffled; ours are drawn fresh
   per update. Same distribution, different draws; seeds differ anyway, so curves agree only statistically.
@@ -43,8 +43,9 @@ What differs (TRL's choices that cannot be switched off, or this comparison's):
   during training) and its vocabulary has one more token (padding).
 - TRL whitens advantages with the unbiased variance, ours the population variance (a factor 1 + 1/N).
 - Our loop also computes diagnostics TRL does not (exact KLs over the vocabulary, entropy, a full-batch
-  KL(π_old‖π) pass after each update); their cost is in our time. TRL generates with HF ``generate`` (KV
-  cache, logits processors); ours recomputes the whole prefix at each step without a cache.
+  KL(π_old‖π) pass after each update); their cost is in our time. Both generate with a KV cache (TRL through
+  HF ``generate`` and its logits processors, ours in ``ppo.rlhf.model.generate``), and both take π_old's
+  log-probabilities from the logits the tokens were sampled from, without a second pass of the policy.
 Both curves use the batches sampled for training: row u is the batch sampled by the policy after u updates
 (u = 0 … updates − 1). For TRL, the query-responses its reward model scores are captured by a forward hook
 (outside TRL's code), and gold and proxy are computed on them afterwards, outside the timed loop, with our

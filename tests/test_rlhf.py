@@ -196,6 +196,23 @@ def test_model_is_causal_and_temperature_scales_log_probs():
     assert ((r1 == EOS).cumsum(1) > 0).eq(r1 == EOS).logical_or((r1 == EOS).cumsum(1) == 0).all()  # EOS pads after EOS
 
 
+def test_kv_cache_generation_matches_rerunning_the_prefix():
+    """The KV cache changes only the order of floating-point sums: same tokens for a seed, logits within
+    1e-5, and the logits it returns are those response_logits computes on the responses."""
+    torch.manual_seed(0)
+    model = Transformer(10, 12, ModelSettings(d_model=16, n_layer=2, n_head=2))
+    queries = torch.randint(2, 10, (32, 4))
+    for greedy in (False, True):
+        runs = [generate(model, queries, 8, 0.7, torch.Generator().manual_seed(5), greedy, cache=cache,
+                         return_logits=True) for cache in (True, False)]
+        (r_cached, l_cached), (r_plain, l_plain) = runs
+        assert torch.equal(r_cached, r_plain)
+        torch.testing.assert_close(l_cached, l_plain, rtol=0, atol=1e-5)
+        with torch.no_grad():
+            torch.testing.assert_close(l_cached, response_logits(model, queries, r_cached, 0.7), rtol=0, atol=1e-5)
+    assert torch.equal(r_cached, generate(model, queries, 8, 0.7, None, greedy=True))  # the default: cached
+
+
 # ---- configuration files
 def test_every_variant_loads_and_the_two_kls_stay_apart():
     names = variant_names()

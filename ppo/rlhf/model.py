@@ -21,10 +21,18 @@ class Block(nn.Module):
         self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
         self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, cache: list | None = None) -> torch.Tensor:
+        """``cache``: this block's [keys, values] of the positions before ``x`` (empty at the start), extended
+        in place; with earlier positions cached, ``x`` is one new position, which may attend to all of them."""
         B, T, d = x.shape
         q, k, v = self.qkv(self.ln1(x)).view(B, T, 3, self.n_head, d // self.n_head).permute(2, 0, 3, 1, 4)
-        att = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(B, T, d)
+        causal = True
+        if cache is not None:
+            if cache:
+                assert T == 1, "a cached forward takes one new position at a time"
+                k, v, causal = torch.cat([cache[0], k], 2), torch.cat([cache[1], v], 2), False
+            cache[:] = [k, v]
+        att = F.scaled_dot_product_attention(q, k, v, is_causal=causal).transpose(1, 2).reshape(B, T, d)
         x = x + self.proj(att)
         return x + self.mlp(self.ln2(x))
 
@@ -46,12 +54,17 @@ class Transformer(nn.Module):
             if isinstance(module, nn.Linear):
                 nn.init.zeros_(module.bias)
 
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        x = self.tok_emb(tokens) + self.pos_emb.weight[: tokens.shape[1]]
-        for block in self.blocks:
-            x = block(x)
+    def forward(self, tokens: torch.Tensor, cache: list | None = None) -> torch.Tensor:
+        """``cache``: a KV cache from ``new_cache``, for generation: ``tokens`` continue what it holds."""
+        start = cache[0][0].shape[2] if cache and cache[0] else 0
+        x = self.tok_emb(tokens) + self.pos_emb.weight[start: start + tokens.shape[1]]
+        for i, block in enumerate(self.blocks):
+            x = block(x, cache[i] if cache is not None else None)
         out = self.head(self.ln_f(x))
         return out if self.head_kind == "policy" else out[..., 0]
+
+    def new_cache(self) -> list:
+        return [[] for _ in self.blocks]
 
     def trunk_state(self) -> dict:
         """Every parameter but the head: what a reward model takes over from the SFT policy."""
@@ -88,11 +101,20 @@ def sequence_scores(model: Transformer, queries: torch.Tensor, responses: torch.
 
 @torch.no_grad()
 def generate(policy: Transformer, queries: torch.Tensor, length: int, temperature: float,
-             gen: torch.Generator | None, greedy: bool = False) -> torch.Tensor:
-    """[B, length] responses sampled from softmax(logits / T) (or the argmax), EOS-padded after EOS."""
-    tokens, done = queries, torch.zeros(queries.shape[0], dtype=torch.bool)
-    for _ in range(length):
-        logits = policy(tokens)[:, -1] / temperature
+             gen: torch.Generator | None, greedy: bool = False, cache: bool = True,
+             return_logits: bool = False):
+    """[B, length] responses sampled from softmax(logits / T) (or the argmax), EOS-padded after EOS; with
+    ``return_logits`` also the logits / T each token was drawn from ([B, length, V]), those of
+    ``response_logits`` on the result. ``cache``: keys and values of the prefix are kept, so each step runs
+    the model on the new token only; otherwise it reruns the whole prefix (the same function; the floating-point
+    sums differ in the last bits, about 1e-6 in the logits)."""
+    done = torch.zeros(queries.shape[0], dtype=torch.bool)
+    kv = policy.new_cache() if cache else None
+    tokens, step_logits = queries, []
+    logits = policy(queries, kv)[:, -1]
+    for t in range(length):
+        logits = logits / temperature
+        step_logits.append(logits)
         if greedy:
             nxt = logits.argmax(-1)
         else:
@@ -100,4 +122,7 @@ def generate(policy: Transformer, queries: torch.Tensor, length: int, temperatur
         nxt = torch.where(done, EOS, nxt)
         done |= nxt == EOS
         tokens = torch.cat([tokens, nxt[:, None]], 1)
-    return tokens[:, queries.shape[1]:]
+        if t + 1 < length:
+            logits = (policy(nxt[:, None], kv) if cache else policy(tokens))[:, -1]
+    responses = tokens[:, queries.shape[1]:]
+    return (responses, torch.stack(step_logits, 1)) if return_logits else responses

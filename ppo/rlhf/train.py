@@ -83,9 +83,10 @@ def seeds(seed: int) -> tuple[torch.Generator, torch.Generator]:
 def rollout(cfg: RLHFConfig, models: Models, policy: Transformer, queries: torch.Tensor,
             gen: torch.Generator | None, greedy: bool = False) -> Batch:
     lang, T = models.language, cfg.temperature
-    responses = generate(policy, queries, lang.settings.max_response_length, T, gen, greedy)
+    # the logits each token was sampled from are π_old's: no second pass of the policy over the batch
+    responses, old_logits = generate(policy, queries, lang.settings.max_response_length, T, gen, greedy,
+                                     return_logits=True)
     mask = response_mask(responses)
-    old_logits = response_logits(policy, queries, responses, T)
     ref_logits = response_logits(models.sft, queries, responses, T)
     gold = lang.gold(queries, responses)
     proxy = sequence_scores(models.reward, queries, responses, gold["length"])
@@ -140,9 +141,11 @@ def advantages(cfg: RLHFConfig, b: Batch, ref_beta: float, values: torch.Tensor 
     return adv, returns
 
 
-def clip_grad(model: Transformer, max_norm: float | None) -> None:
+def clip_grad(params: list[torch.Tensor], max_norm: float | None) -> None:
+    """``params`` as a list: clip_grad_norm_ would walk ``model.parameters()``, a generator over the module
+    tree, several times per call, a third of its cost at these sizes."""
     if max_norm is not None:
-        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+        torch.nn.utils.clip_grad_norm_(params, max_norm)
 
 
 def train(cfg: RLHFConfig, seed: int, models: Models | None = None, log=None) -> RunResult:
@@ -154,14 +157,19 @@ def train(cfg: RLHFConfig, seed: int, models: Models | None = None, log=None) ->
     sample_gen, order_gen = seeds(seed)
     policy = copy.deepcopy(models.sft).train().requires_grad_(True)
     value = copy.deepcopy(models.reward).train().requires_grad_(True) if cfg.algorithm == "ppo" else None
-    # foreach: one fused pass over the parameters per step; on CPU torch defaults to a loop per tensor
-    opt_policy = torch.optim.Adam(policy.parameters(), lr=cfg.learning_rate, eps=cfg.adam_eps, foreach=True)
-    opt_value = torch.optim.Adam(value.parameters(), lr=cfg.learning_rate, eps=cfg.adam_eps, foreach=True) if value is not None else None
+    # fused: one kernel for the whole Adam step, about 3x faster on CPU than foreach (a loop of ops per tensor)
+    # at these sizes; the same update up to rounding in the last bit (as TRL's fused AdamW)
+    opt_policy = torch.optim.Adam(policy.parameters(), lr=cfg.learning_rate, eps=cfg.adam_eps, fused=True)
+    opt_value = torch.optim.Adam(value.parameters(), lr=cfg.learning_rate, eps=cfg.adam_eps, fused=True) if value is not None else None
     o = cfg.objective
     clip_eps = torch.tensor([[math.inf if o.clip_epsilon is None else o.clip_epsilon]])
     tr_beta = torch.tensor([o.kl_beta])  # the surrogate's β on KL(π_old‖π), adapted by d_targ
     kl_target = torch.tensor([math.nan if o.kl_target is None else o.kl_target])
     ent_coef = torch.tensor([[o.ent_coef]])
+    # A term with coefficient 0 adds exactly 0 to the loss and to every gradient (β = 0 stays 0 under d_targ:
+    # 0/2 = 0·2 = 0), so its exact KL or entropy over the vocabulary, and their backward, are skipped: a
+    # zero [1, 1] stands in (objective_terms broadcasts it) and the records are bit-identical.
+    zero_term = torch.zeros(1, 1)
     ref_beta = cfg.reference_kl.beta  # the reward's β on KL(π‖π_ref), adapted by Ziegler's controller
     B, M = cfg.batch_size, cfg.minibatch_size
     group = cfg.group_size if cfg.algorithm in ("grpo", "rloo") else 1
@@ -195,13 +203,15 @@ def train(cfg: RLHFConfig, seed: int, models: Models | None = None, log=None) ->
                 logits = response_logits(policy, q, r, cfg.temperature)
                 logratio = token_log_probs(logits, r) - b.old_logp[idx]
                 ratio = logratio.exp()
-                tr_kl = L.kl_exact(b.old_logits[idx], logits)  # KL(π_old‖π) per token, exact
                 valid = lambda x: x[m][None]  # noqa: E731 - the valid tokens as one run of objective_terms: [1, N]
-                policy_loss, surr = objective_terms(valid(ratio), valid(adv[idx]), valid(tr_kl),
-                                                    valid(L.entropy(logits)), clip_eps, tr_beta.view(1, 1), ent_coef)
+                # KL(π_old‖π) per token, exact; and the entropy bonus
+                tr_kl = valid(L.kl_exact(b.old_logits[idx], logits)) if o.kl_beta != 0 else zero_term
+                ent = valid(L.entropy(logits)) if o.ent_coef != 0 else zero_term
+                policy_loss, surr = objective_terms(valid(ratio), valid(adv[idx]), tr_kl, ent, clip_eps,
+                                                    tr_beta.view(1, 1), ent_coef)
                 opt_policy.zero_grad()
                 policy_loss.sum().backward()
-                clip_grad(policy, cfg.max_grad_norm)
+                clip_grad(opt_policy.param_groups[0]["params"], cfg.max_grad_norm)
                 opt_policy.step()
                 value_loss = value_clipfrac = torch.tensor(math.nan)
                 if value is not None:
@@ -210,7 +220,7 @@ def train(cfg: RLHFConfig, seed: int, models: Models | None = None, log=None) ->
                                                                       cfg.value_clip)
                     opt_value.zero_grad()
                     (cfg.vf_coef * value_loss).backward()
-                    clip_grad(value, cfg.max_grad_norm)
+                    clip_grad(opt_value.param_groups[0]["params"], cfg.max_grad_norm)
                     opt_value.step()
                 with torch.no_grad():
                     stats += torch.stack([policy_loss.sum(), surr.sum(), L.masked_mean(L.kl_k3(b.old_logp[idx], b.old_logp[idx] + logratio), m),
