@@ -77,3 +77,12 @@ def find_run_dirs(runs: Path | str) -> list[Path]:
     root = Path(runs)
     return sorted(p for pattern in ("*/*/seed*", "*/*/*/seed*") for p in root.glob(pattern)
                   if p.is_dir() and not p.parent.name.startswith("seed"))
+
+
+def settings_digest(settings: dict) -> str:
+    """A run's config digest: changes whenever its resolved settings change, so the pipeline re-runs exactly
+    those runs (MuJoCo, Atari and RLHF runs alike)."""
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:16]

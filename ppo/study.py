@@ -6,7 +6,6 @@ a run means the same thing in both places.
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +15,7 @@ from .config import ConfigError, check_name, show
 from .experiments import EXPERIMENTS_DIR, Variant, check_keys, load_variant, read_yaml
 from .atari import check_atari_task, is_atari, load_protocol
 from .envs import check_task, discrete_actions, task_name
-from .layout import RUN_FILES, run_dir, run_id
+from .layout import RUN_FILES, run_dir, run_id, settings_digest
 from .reports import REPORTS  # the analysis a study's results get
 
 STUDY_KEYS = {"kind", "description", "tasks", "variants", "presets", "anchor", "report", "scales"}
@@ -42,8 +41,7 @@ class Run:
         settings = self.variant.config.to_dict()
         if self.variant.config.is_atari:  # the protocol file's settings are part of what the run means
             settings["env_protocol"] = load_protocol(self.variant.config.env_protocol).to_dict()
-        blob = json.dumps(settings, sort_keys=True, default=str)
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+        return settings_digest(settings)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,6 @@ ppo.rlhf.run.models_key digests; the workflow builds each distinct one once (wor
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import json
 import math
 from dataclasses import dataclass
@@ -32,7 +31,7 @@ from pathlib import Path
 
 from ..config import ConfigError, check_name, show
 from ..experiments import check_keys
-from ..layout import run_id
+from ..layout import run_id, settings_digest
 from .config import RLHF_DIR, RLHFConfig, load_variant, variant_names
 from .run import models_key
 
@@ -82,8 +81,7 @@ class RLHFRun:
     @property
     def config_digest(self) -> str:
         """Changes whenever the resolved config changes, so Snakemake re-runs exactly those runs."""
-        blob = json.dumps(self.variant.config.to_dict(), sort_keys=True, default=str)
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+        return settings_digest(self.variant.config.to_dict())
 
 
 @dataclass(frozen=True)
