@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -171,6 +172,11 @@ def _mapping(value, field: str, path: Path) -> dict:
     return value
 
 
+def _natural_key(name: str) -> tuple:
+    parts = re.split(r"(\d+(?:\.\d+)?)", name)  # str, number, str, ..., str: comparable position by position
+    return tuple(float(part) if i % 2 else part for i, part in enumerate(parts))
+
+
 def load_study(name: str, scale: str, seeds: int | None = None, experiments_dir: Path = EXPERIMENTS_DIR) -> Study:
     """Resolve ``experiments/studies/<name>.yaml`` at ``scale``; every error is one line naming the file
     and field. ``seeds`` (the pipeline config's ``seeds``) overrides the scale's number of seeds."""
@@ -213,7 +219,8 @@ def load_study(name: str, scale: str, seeds: int | None = None, experiments_dir:
     anchor = data["anchor"]
     if not isinstance(anchor, str):
         raise ConfigError(f"{path}: field anchor must be a variant name, got {show(anchor)}")
-    available = sorted(p.stem for p in (experiments_dir / "variants").glob("*.yaml"))
+    # numbers in names compared as numbers: kl_fixed_0.3, _1, _3, _10 (the paper's order), not _1, _10, _3
+    available = sorted((p.stem for p in (experiments_dir / "variants").glob("*.yaml")), key=_natural_key)
     names: list[str] = []
     for pattern in patterns:
         matched = fnmatch.filter(available, pattern)

@@ -85,8 +85,8 @@ def test_front_page_shows_the_headline_and_the_published_paper_scale_runs(tmp_pa
             "--published", str(REPO / "published"), "--out-md", str(md), "--out-rst", str(rst)]
     assert _script("front_page.py").main(argv) == 0
     text = md.read_text()
-    assert "## table1 (reduced)" in text and "Training: 2:05" in text
-    assert "| variant_label | ours | published |\n| --- | ---: | ---: |\n| Clipping, ε = 0.2 | 0.81 | 0.82 |" \
+    assert "## table1 (reduced)" in text and "Training jobs: 2:05" in text
+    assert "| setting | normalised score | paper |\n| --- | ---: | ---: |\n| Clipping, ε = 0.2 | 0.81 | 0.82 |" \
         in text.replace("|---|---:|---:|", "| --- | ---: | ---: |")
     # Walker2d-v5's Table 1 is published complete (11 settings x 3 seeds): its row for ε = 0.2 is shown
     walker = [line for line in text.splitlines() if line.startswith("| Clipping, ε = 0.2 |") and "," in line]
@@ -101,6 +101,13 @@ def test_front_page_says_which_settings_are_within_noise():
     assert note.strip() == ("Best: A. Within noise of it (95% intervals overlap, or less than 0.02 apart): B. "
                             "Clearly below it: C.")
     assert _script("front_page.py").noise_note(table.replace("0.79", "")) == ""  # no interval, no verdict
+
+
+def test_the_front_page_names_columns_for_a_reader_and_drops_empty_ones():
+    table = ("| variant_label | n_runs | ours | published |\n| --- | ---: | ---: | ---: |\n"
+             "| A | 6 | 0.90 |  |\n| B | 6 | 0.85 |  |")
+    assert _script("front_page.py").readable_headings(table).splitlines() == [
+        "| setting | runs | normalised score |", "| --- | ---: | ---: |", "| A | 6 | 0.90 |", "| B | 6 | 0.85 |"]
 
 
 def test_a_difference_at_the_ceiling_smaller_than_the_margin_is_a_tie():

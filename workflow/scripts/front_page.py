@@ -59,12 +59,28 @@ def study_section(provenance: Path, headline: Path, columns: list[str]) -> tuple
     """(title, one-paragraph summary, headline markdown table) of one study."""
     rows = dict(pd.read_csv(provenance, dtype=str, keep_default_na=False).itertuples(index=False))
     seconds = float(rows.get("runs_training_seconds", "0") or 0)
-    summary = (f"{rows.get('scale_label', rows.get('scale', ''))}. {rows.get('runs_recorded', '?')} runs "
-               f"({rows.get('runs_status', '')}) on {rows.get('tasks', '')}. Training: {clock(seconds)} "
-               f"(h:mm:ss of training jobs, summed; {rows.get('cpu_count', '?')} cores here). "
-               f"Code: {code_version(rows)}.")
+    summary = (f"{rows.get('scale_label', rows.get('scale', ''))}. Runs on {rows.get('tasks', '')}: "
+               f"{rows.get('runs_status', '?')}. Training jobs: {clock(seconds)} (h:mm:ss, summed over jobs; "
+               f"{rows.get('cpu_count', '?')} cores here). Code: {code_version(rows)}.")
     table = headline_table(headline, columns)
-    return (f"{rows.get('study', '?')} ({rows.get('scale', '?')})", summary, table + noise_note(table))
+    return (f"{rows.get('study', '?')} ({rows.get('scale', '?')})", summary,
+            readable_headings(table) + noise_note(table))
+
+
+# A report table's column names as a reader of the first page wants them.
+HEADINGS = {"variant_label": "setting", "n_runs": "runs", "n_diverged": "diverged", "ours": "normalised score",
+            "ci_low": "95% CI low", "ci_high": "95% CI high", "published": "paper"}
+
+
+def readable_headings(table: str) -> str:
+    """``table`` with its columns renamed by HEADINGS and any column empty in every row left out (the
+    paper's column of a study the paper did not run)."""
+    cells = [[c.strip() for c in line.strip().strip("|").split("|")] for line in table.splitlines()]
+    head, rule, body = cells[0], cells[1], cells[2:]
+    keep = [i for i in range(len(head)) if not body or any(i < len(r) and r[i] for r in body)]
+    rows = [[HEADINGS.get(head[i], head[i]) for i in keep], [rule[i] for i in keep],
+            *[[r[i] if i < len(r) else "" for i in keep] for r in body]]
+    return "\n".join("| " + " | ".join(row) + " |" for row in rows)
 
 
 def noise_note(table: str) -> str:
