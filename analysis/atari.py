@@ -1,6 +1,7 @@
 """The paper's Atari results (Sec 6.4), from our runs: what a score is, and the inputs of the tables.
 
-Every run's manifest names its ``algorithm`` (one of :data:`ALGORITHMS`, the columns of Table 6) and its
+Every run's manifest names its ``algorithm`` (one of :data:`ALGORITHMS`: Table 6's columns, then any other
+line that trains Atari) and its
 ``env_protocol.frame_skip``; ``episode_return`` is the raw full-game score (all lives, unclipped). Per run:
 
 - **score (1)**: mean ``episode_return`` over all its finished episodes ("over all of training");
@@ -31,8 +32,14 @@ from analysis import protocol
 from analysis.io import RunDataError
 from analysis.protocol import paper_values, seed_range
 from analysis.references import format_steps
+from ppo.algorithms import lines as algorithm_lines
+from ppo.config import NETWORKS
 
-ALGORITHMS = ("a2c", "acer", "ppo")  # Table 6's columns, in its order (also the display order)
+PAPER_ALGORITHMS = ("a2c", "acer", "ppo")  # Table 6's columns, in its order: the published scores in reference/
+# Every line that trains Atari (a convolutional network), as ppo/algorithms/<name>.py declares it; Table 6's
+# first, in its order, which is also the display order.
+ALGORITHMS = PAPER_ALGORITHMS + tuple(key for key, (spec, _) in algorithm_lines().items()
+                                      if set(spec.networks) & set(NETWORKS[1:]) and key not in PAPER_ALGORITHMS)
 WINDOW = 100  # episodes in score (2), Table 6's "last 100 episodes"
 # The paper's protocol (Table 6 caption, Sec 6.4); the script reads them from ppo2017_hyperparameters.csv.
 PAPER = {"frames": 40_000_000, "steps": 10_000_000, "seeds": 3, "games": 49}
@@ -147,7 +154,7 @@ def _read_csv(path: str | Path, columns: Sequence[str], numeric: Sequence[str] =
 
 def load_table6(path: str | Path) -> pd.DataFrame:
     """ppo2017_table6_atari.csv: ``game`` and one column per algorithm."""
-    table = _read_csv(path, ["game", *ALGORITHMS], ALGORITHMS)
+    table = _read_csv(path, ["game", *PAPER_ALGORITHMS], PAPER_ALGORITHMS)
     if table["game"].duplicated().any():
         raise RunDataError(f"{path}: field 'game' repeats {table['game'][table['game'].duplicated()].iloc[0]!r}")
     return table
@@ -155,7 +162,7 @@ def load_table6(path: str | Path) -> pd.DataFrame:
 
 def load_table2(path: str | Path) -> pd.DataFrame:
     """ppo2017_table2_atari_wins.csv: one row per scoring metric, win counts per algorithm and ties."""
-    table = _read_csv(path, ["scoring_metric", *ALGORITHMS, TIE], [*ALGORITHMS, TIE])
+    table = _read_csv(path, ["scoring_metric", *PAPER_ALGORITHMS, TIE], [*PAPER_ALGORITHMS, TIE])
     unknown = sorted(set(table["scoring_metric"]) - set(SCORE_COLUMNS))
     if unknown:
         raise RunDataError(f"{path}: field 'scoring_metric' has unknown value(s) {unknown}; "

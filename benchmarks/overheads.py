@@ -85,7 +85,7 @@ def network_seconds(task: str, runs: int, repeats: int) -> float:
     group = paper_group(task, runs)
     group.ctx.envs.close()
     agent = group.agent
-    x = torch.randn(runs, group.ctx.cfg.minibatch_size, group.ctx.envs.obs_dim)
+    x = torch.randn(runs, group.ctx.cfg.ppo.minibatch_size, group.ctx.envs.obs_dim)
 
     def step():
         policy, value = agent.evaluate(x)
@@ -117,7 +117,7 @@ def measure(task: str, runs: int, repeats: int, groups: list[int]) -> list[dict]
     rows = [{"task": task, "measure": k, "runs": runs, "microseconds": 1e6 * statistics.median(v),
              "unit": "per env step"} for k, v in per_step.items()]
     rows += [{"task": task, "measure": f"network.{g}", "runs": g,
-              "unit": f"per run and minibatch of {algo.ctx.cfg.minibatch_size}",
+              "unit": f"per run and minibatch of {algo.ctx.cfg.ppo.minibatch_size}",
               "microseconds": 1e6 * network_seconds(task, g, repeats)} for g in groups]
     return rows
 

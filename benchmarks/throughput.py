@@ -107,12 +107,12 @@ def update_flops(obs_dim: int, act_dim: int, cfg) -> float:
         return forward, 3 * forward - 2 * sizes[0] * sizes[1]
     pol_fwd, pol_train = forward_and_train([obs_dim, *cfg.hidden_sizes, act_dim])
     _, val_train = forward_and_train([obs_dim, *cfg.hidden_sizes, 1])
-    return cfg.epochs * (pol_train + val_train) + 2 * pol_fwd
+    return cfg.ppo.epochs * (pol_train + val_train) + 2 * pol_fwd
 
 
 def matmul_flops_per_second(runs: int, cfg, repeats: int = 5) -> float:
     """Best of ``repeats`` rates of the update's largest product, [runs, minibatch, h] @ [runs, h, h]."""
-    h, m = cfg.hidden_sizes[-1], cfg.minibatch_size
+    h, m = cfg.hidden_sizes[-1], cfg.ppo.minibatch_size
     a, b = torch.randn(runs, m, h), torch.randn(runs, h, h)
     calls, best = 50, 0.0
     for _ in range(repeats):

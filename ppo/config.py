@@ -10,7 +10,7 @@ import reprlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from .settings import A2CSettings, ACERSettings, CEMSettings, Objective, TRPOSettings, VPGSettings
+from .settings import A2CSettings, ACERSettings, CEMSettings, Objective, PPOSettings, TRPOSettings, VPGSettings
 
 
 class ConfigError(ValueError):
@@ -43,20 +43,22 @@ def check_name(name, what: str, source: str) -> str:
     return name
 
 
-# algorithm -> its settings record (the config section of the same name); PPO's live at top level.
-ALGORITHM_SETTINGS = {"a2c": A2CSettings, "acer": ACERSettings, "trpo": TRPOSettings, "vpg": VPGSettings,
-                      "cem": CEMSettings}
-ALGORITHMS = ("ppo", *ALGORITHM_SETTINGS)  # those with a place in this record; ppo.algorithms.specs() has all
+# algorithm -> its settings record, the config section of the same name
+ALGORITHM_SETTINGS = {"ppo": PPOSettings, "a2c": A2CSettings, "acer": ACERSettings, "trpo": TRPOSettings,
+                      "vpg": VPGSettings, "cem": CEMSettings}
+ALGORITHMS = tuple(ALGORITHM_SETTINGS)  # those with a section here; ppo.algorithms.specs() has all
 NETWORKS = ("mlp", "cnn_mnih2016", "cnn_nature")
+# The shape of a run's record (RunConfig.to_dict). A change to it that keeps every run's behaviour gets a
+# new number and a migration (ppo.schema), so that records written before it stay current.
+SCHEMA_VERSION = 2
 
 
 def setting(default=dataclasses.MISSING, *, read_by: str | None = None, network: str | None = None,
-            added: bool = False, default_factory=dataclasses.MISSING):
-    """A field of the run config with what its digest needs to know, declared where the field is:
+            default_factory=dataclasses.MISSING):
+    """A field of the run config with what its record needs to know, declared where the field is:
     ``read_by``: the one algorithm that reads it (other algorithms' records omit it); ``network``: the one
-    network family that reads it ("mlp": an Atari run's record omits it); ``added``: added after runs were
-    published, so at its default it is omitted (those runs ran with that value, and keep their digest)."""
-    meta = {"read_by": read_by, "network": network, "added": added}
+    network family that reads it ("mlp": an Atari run's record omits it)."""
+    meta = {"read_by": read_by, "network": network}
     if default_factory is not dataclasses.MISSING:
         return field(default_factory=default_factory, metadata=meta)
     return field(default=default, metadata=meta)
@@ -64,20 +66,15 @@ def setting(default=dataclasses.MISSING, *, read_by: str | None = None, network:
 
 @dataclass(frozen=True)
 class RunConfig:
-    """Everything that defines a run except its task and seed, for every algorithm: the shared settings
-    (budget, rollout, network, observation handling), PPO's settings at top level (as the paper's
-    presets always wrote them) and each baseline's in its section. Each field declares which algorithm and
-    network read it (:func:`setting`), and a run's record and digest (:meth:`to_dict`) hold exactly those."""
+    """Everything that defines a run except its task and seed: the settings every algorithm reads (budget,
+    rollout, network, observation handling) and one section per algorithm (``ppo``, ``a2c``, ...), of which
+    only the run's algorithm's is set. Each field declares which algorithm and network read it
+    (:func:`setting`), and a run's record and digest (:meth:`to_dict`) hold exactly those."""
 
     algorithm: str = "ppo"  # "ppo" | "a2c" | "acer" | "trpo" | "vpg" | "cem"
     total_steps: int = 1_000_000  # environment steps per run
     num_envs: int = 1  # actors per run
     horizon: int = 2048  # T: steps per actor per update
-    epochs: int = setting(10, read_by="ppo")  # K
-    minibatch_size: int = setting(64, read_by="ppo")  # M
-    learning_rate: float = setting(3e-4, read_by="ppo")
-    lr_schedule: str = setting("constant", read_by="ppo")  # "constant" | "linear" (anneal to 0 over total_steps)
-    adam_eps: float = setting(1e-5, read_by="ppo")
     gamma: float = 0.99
     gae_lambda: float = 0.95
     hidden_sizes: tuple[int, ...] = setting((64, 64), network="mlp")
@@ -86,30 +83,13 @@ class RunConfig:
     obs_norm: bool = setting(True, network="mlp")  # running mean/std of observations, updated once per batch
     obs_clip: float = setting(5.0, network="mlp")  # clip normalized observations to ±obs_clip
     adv_norm: str = "batch"  # "batch" | "minibatch" | "none"
-    # c1 of Eq. 9; with separate networks it only rescales the value gradient
-    vf_coef: float = setting(1.0, read_by="ppo")
-    max_grad_norm: float | None = setting(None, read_by="ppo")  # per-run global gradient-norm clip; None = off
     time_limit: str = "terminal"  # "terminal" (ppo1) | "bootstrap" (r += γ·V(s_final) on truncation)
     action_clip: bool = setting(True, network="mlp")  # clip sampled actions to the action space before env.step
-    # Atari (image observations): a shared convolutional torso with policy and value heads, the
-    # environment protocol named in experiments/protocols/, and Table 5's annealing of ε with α.
-    network: str = setting("mlp", added=True)  # "mlp" (separate policy and value MLPs) | "cnn_mnih2016" | "cnn_nature"
-    env_protocol: str | None = setting(None, added=True)  # Atari tasks only: experiments/protocols/<name>.yaml
-    # "constant" | "linear" (ε·α, α annealed 1 → 0 like the lr)
-    clip_schedule: str = setting("constant", read_by="ppo", added=True)
-    # Implementation details of later PPO code (baselines ppo2, CleanRL, Andrychowicz et al. 2021), off by default
-    # as in ppo1 and the paper; ppo/algorithms/ppo.py applies them in its one update.
-    # ε_v: value loss max((V − R)², (V_old + clip(V − V_old, ±ε_v) − R)²); None = plain
-    vf_clip: float | None = setting(None, read_by="ppo", added=True)
-    # a run's update stops after an epoch whose last minibatch had approx KL above it
-    target_kl: float | None = setting(None, read_by="ppo", added=True)
-    # learner's rewards divided by a running std of the discounted return, per run
-    reward_norm: bool = setting(False, read_by="ppo", added=True)
-    # with reward_norm: scaled rewards clipped to ±reward_clip
-    reward_clip: float = setting(10.0, read_by="ppo", added=True)
-    # GAE again with the current value network before every epoch
-    adv_recompute: bool = setting(False, read_by="ppo", added=True)
-    objective: Objective = setting(default_factory=Objective, read_by="ppo")
+    # Atari (image observations): a shared convolutional torso with policy and value heads, and the
+    # environment protocol named in experiments/protocols/.
+    network: str = "mlp"  # "mlp" (separate policy and value MLPs) | "cnn_mnih2016" | "cnn_nature"
+    env_protocol: str | None = None  # Atari tasks only: experiments/protocols/<name>.yaml
+    ppo: PPOSettings | None = setting(None, read_by="ppo")
     a2c: A2CSettings | None = setting(None, read_by="a2c")
     acer: ACERSettings | None = setting(None, read_by="acer")
     trpo: TRPOSettings | None = setting(None, read_by="trpo")
@@ -124,39 +104,20 @@ class RunConfig:
                 object.__setattr__(self, name, cls())  # the section's defaults
             elif name != self.algorithm and getattr(self, name) is not None:
                 raise ValueError(f"section {name} is for algorithm {name}; this config's algorithm is {self.algorithm}")
-        positive = ["total_steps", "num_envs", "horizon", "epochs", "minibatch_size"]
-        for name in positive:
+        for name in ("total_steps", "num_envs", "horizon"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if not self.learning_rate > 0:
-            raise ValueError(f"learning_rate must be > 0, got {self.learning_rate}")
         for name in ("gamma", "gae_lambda"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ValueError(f"{name} must lie in [0, 1], got {getattr(self, name)}")
-        if not math.isfinite(self.learning_rate):
-            raise ValueError(f"learning_rate must be finite, got {self.learning_rate}")
-        for name in ("adam_eps", "obs_clip"):
-            if not (getattr(self, name) > 0):
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
-        for name in ("max_grad_norm", "vf_clip", "target_kl"):
-            if getattr(self, name) is not None and not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0 or null, got {getattr(self, name)}")
-        if not self.reward_clip > 0:
-            raise ValueError(f"reward_clip must be > 0, got {self.reward_clip}")
-        if not self.reward_norm and self.reward_clip != 10.0:
-            raise ValueError(f"reward_clip {self.reward_clip} has no effect without reward_norm: true (it clips the "
-                             "scaled rewards); set reward_norm: true or remove reward_clip")
-        if self.is_atari and (self.reward_norm or self.adv_recompute):
-            raise ValueError("reward_norm and adv_recompute are implemented for MuJoCo (network 'mlp') only; an Atari "
-                             "protocol shapes the rewards itself (reward_clip, life_loss_signal)")
+        if not self.obs_clip > 0:
+            raise ValueError(f"obs_clip must be > 0, got {self.obs_clip}")
         choices = {
-            "lr_schedule": ("constant", "linear"),
             "init": ("normc", "orthogonal"),
             "adv_norm": ("batch", "minibatch", "none"),
             "time_limit": ("terminal", "bootstrap"),
             "network": NETWORKS,
-            "clip_schedule": ("constant", "linear"),
         }
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
@@ -170,11 +131,13 @@ class RunConfig:
                              f"{self.network!r} (which {', '.join(takers)} take)")
         if self.network != "mlp" and self.algorithm == "a2c" and (self.a2c.trust_region or self.a2c.return_norm):
             raise ValueError("a2c.trust_region and a2c.return_norm are implemented for MuJoCo (network 'mlp') only")
-        if self.algorithm == "ppo" and (self.num_envs * self.horizon) % self.minibatch_size:
-            raise ValueError(
-                f"minibatch_size {self.minibatch_size} must divide num_envs*horizon "
-                f"{self.num_envs * self.horizon}"
-            )
+        if self.algorithm == "ppo":
+            if self.is_atari and (self.ppo.reward_norm or self.ppo.adv_recompute):
+                raise ValueError("ppo.reward_norm and ppo.adv_recompute are implemented for MuJoCo (network 'mlp') "
+                                 "only; an Atari protocol shapes the rewards itself (reward_clip, life_loss_signal)")
+            if (self.num_envs * self.horizon) % self.ppo.minibatch_size:
+                raise ValueError(f"ppo.minibatch_size {self.ppo.minibatch_size} must divide num_envs*horizon "
+                                 f"{self.num_envs * self.horizon}")
 
     @property
     def is_atari(self) -> bool:
@@ -189,32 +152,30 @@ class RunConfig:
 
     @property
     def settings(self):
-        """The algorithm's own section (None for PPO, whose settings are the top-level fields)."""
+        """The algorithm's own section (None for an algorithm without one)."""
         return getattr(self, self.algorithm, None)
 
     def structural_key(self) -> tuple:
         """Fields that must be equal for runs to share one batched group: for PPO everything but the
         objective (ε, β, d_targ and c2 are per run), for the baselines everything."""
-        per_run = ("objective",) if self.algorithm == "ppo" else ()
-        return tuple(sorted((k, repr(v)) for k, v in self.to_dict().items() if k not in per_run))
+        record = self.to_dict()
+        if self.algorithm == "ppo":
+            record["ppo"] = {k: v for k, v in record["ppo"].items() if k != "objective"}
+        return tuple(sorted((k, repr(v)) for k, v in record.items()))
 
     def to_dict(self) -> dict[str, Any]:
-        """The settings this run reads, as its record and digest hold them: each field's declaration
-        (:func:`setting`) says which algorithm and network read it, and whether it was added later."""
+        """The settings this run reads, as its record and digest hold them (schema SCHEMA_VERSION): each
+        field's declaration (:func:`setting`) says which algorithm and network read it."""
         values = dataclasses.asdict(self)
         out = {}
         for f in dataclasses.fields(self):
             read_by, network = f.metadata.get("read_by"), f.metadata.get("network")
             if read_by not in (None, self.algorithm) or network not in (None, self.network):
                 continue
-            if f.metadata.get("added") and values[f.name] == f.default:
-                continue  # a record written before the field existed keeps its digest
             out[f.name] = values[f.name]
         return out
 
 
-# field -> the one algorithm that reads it, or None (every algorithm): from the fields' declarations
-READ_BY = {f.name: f.metadata.get("read_by") for f in dataclasses.fields(RunConfig)}
 
 
 def _field_types(cls) -> dict[str, dataclasses.Field]:
@@ -268,46 +229,68 @@ def _check_types(values: dict, cls, source: str, prefix: str = "") -> None:
             raise ConfigError(f"{source}: field {prefix}{name} must lie in [{low:g}, {high:g}], got {show(value)}")
 
 
+# Sections within a section: PPO's objective.
+_NESTED = {PPOSettings: {"objective": Objective}}
+
+
+def _build_section(values, cls, source: str, path: str):
+    """A settings record from its mapping ``values`` at ``path`` (``ppo``, ``ppo.objective``), naming
+    ``source`` and the field in every error."""
+    if not isinstance(values, dict):
+        raise ConfigError(f"{source}: field '{path}' must be a mapping")
+    known_fields = _field_types(cls)
+    bad = sorted(set(values) - set(known_fields))
+    if bad:
+        raise ConfigError(f"{source}: unknown field(s) {path}.{bad}; known: {sorted(known_fields)}")
+    nested = _NESTED.get(cls, {})
+    _check_types({k: v for k, v in values.items() if k not in nested}, cls, source, f"{path}.")
+    section = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
+    for key, value in section.items():
+        if key in nested:
+            section[key] = _build_section(value, nested[key], source, f"{path}.{key}")
+        elif str(known_fields[key].type) == "int" and isinstance(value, float):
+            section[key] = int(value)  # YAML reads 1e6 as a float; _check_types refused 1.5
+    try:
+        return cls(**section)
+    except (TypeError, ValueError) as err:
+        text, (parent, _, leaf) = str(err), path.rpartition(".")
+        # a record names its own field ("must be > 0") or itself with it ("objective.kl_target needs ...")
+        text = (f"{parent}.{text}" if parent else text) if text.startswith(f"{leaf}.") else f"{path}.{text}"
+        raise ConfigError(f"{source}: {text}") from None
+
+
+def is_setting(name: str) -> bool:
+    """Whether ``name`` (``horizon``, ``ppo.epochs``, ``ppo.objective``, ``trpo.max_kl``) is a field of the run
+    config or of one of its sections."""
+    cls = RunConfig
+    for part in name.split("."):
+        fields = _field_types(cls) if cls is not None else {}
+        if part not in fields:
+            return False
+        cls = ALGORITHM_SETTINGS.get(part) if cls is RunConfig else _NESTED.get(cls, {}).get(part)
+    return True
+
+
 def build_config(data: dict[str, Any], source: str) -> RunConfig:
     """Build a RunConfig from a plain mapping, naming ``source`` and the field in every error."""
     if not isinstance(data, dict):
-        raise ConfigError(f"{source}: expected a mapping of PPO settings, got {type(data).__name__}")
+        raise ConfigError(f"{source}: expected a mapping of run settings, got {type(data).__name__}")
     known = _field_types(RunConfig)
     unknown = sorted(set(data) - set(known))
+    moved = [name for name in unknown if name in _field_types(PPOSettings)]
+    if moved:  # written for config schema 1, where PPO's settings were at top level
+        raise ConfigError(f"{source}: field(s) {moved} are PPO's settings: they belong in section 'ppo' "
+                          f"(ppo: {{{moved[0]}: ...}})")
     if unknown:
         raise ConfigError(f"{source}: unknown field(s) {unknown}; known fields: {sorted(known)}")
-    sections = {"objective": Objective, **ALGORITHM_SETTINGS}
-    _check_types({k: v for k, v in data.items() if k not in sections}, RunConfig, source)
+    _check_types({k: v for k, v in data.items() if k not in ALGORITHM_SETTINGS}, RunConfig, source)
     kwargs = dict(data)
-    algorithm = kwargs.get("algorithm", "ppo")
-    if algorithm != "ppo":
-        stray = sorted(name for name in kwargs if READ_BY.get(name) == "ppo")
-        if stray:
-            raise ConfigError(f"{source}: field(s) {stray} are PPO's; algorithm {algorithm} takes its "
-                              f"settings from section '{algorithm}'")
-    for name, cls in sections.items():
-        if name not in kwargs:
-            continue
-        section = kwargs[name]
-        if not isinstance(section, dict):
-            raise ConfigError(f"{source}: field '{name}' must be a mapping")
-        known_fields = _field_types(cls)
-        bad = sorted(set(section) - set(known_fields))
-        if bad:
-            raise ConfigError(f"{source}: unknown field(s) {name}.{bad}; known: {sorted(known_fields)}")
-        _check_types(section, cls, source, f"{name}.")
-        section = {k: tuple(v) if isinstance(v, list) else v for k, v in section.items()}
-        for key, value in section.items():
-            if str(known_fields[key].type) == "int" and isinstance(value, float):
-                section[key] = int(value)
-        try:
-            kwargs[name] = cls(**section)
-        except (TypeError, ValueError) as err:
-            message = str(err) if str(err).startswith(f"{name}.") else f"{name}.{err}"
-            raise ConfigError(f"{source}: {message}") from None
+    for name, cls in ALGORITHM_SETTINGS.items():
+        if name in kwargs:
+            kwargs[name] = _build_section(kwargs[name], cls, source, name)
     if "hidden_sizes" in kwargs:
         kwargs["hidden_sizes"] = tuple(kwargs["hidden_sizes"])
-    for name in ("total_steps", "num_envs", "horizon", "epochs", "minibatch_size"):
+    for name in ("total_steps", "num_envs", "horizon"):
         # YAML reads 1e6 as a float; accept integral floats, refuse 1.5 or "abc".
         value = kwargs.get(name)
         if isinstance(value, float) and value.is_integer():

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from .config import ConfigError, RunConfig, build_config, check_name, is_number, show
+from .config import ConfigError, RunConfig, build_config, check_name, is_number, is_setting, show
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 EXPERIMENTS_DIR = PROJECT_ROOT / "experiments"
@@ -148,6 +148,8 @@ def load_preset(name: str, experiments_dir: Path = EXPERIMENTS_DIR) -> Preset:
     for key, choice in data["choices"].items():  # each becomes a row of the report's deviations table
         if not _CHOICE_KEY.fullmatch(key):
             raise ConfigError(f"{path}: field choices: key {show(key)} is not a setting name (e.g. horizon, trpo.max_kl)")
+        if not is_setting(key):  # e.g. a field since moved into a section
+            raise ConfigError(f"{path}: field choices.{key} names no setting of the run config")
         if not isinstance(choice, dict) or not {"paper_states", "source"} <= set(choice):
             raise ConfigError(f"{path}: choices.{key} needs 'paper_states' and 'source'")
         if not isinstance(choice["paper_states"], bool) or not isinstance(choice["source"], str):
@@ -229,8 +231,8 @@ def load_claim(data, path: Path, config: RunConfig) -> Claim:
         if value != "anchor" and not is_number(value):
             raise ConfigError(f"{path}: field claim.mechanism.value must be a finite number or 'anchor', "
                               f"got {show(value)}")
-        if stat == "early_stop_fraction" and config.target_kl is None:
-            raise ConfigError(f"{path}: field claim.mechanism.stat early_stop_fraction needs target_kl, which this "
+        if stat == "early_stop_fraction" and (config.ppo is None or config.ppo.target_kl is None):
+            raise ConfigError(f"{path}: field claim.mechanism.stat early_stop_fraction needs ppo.target_kl, which this "
                               "variant does not set")
         mechanism = Mechanism(stat, op, value if isinstance(value, str) else float(value))
     return Claim(direction, tuple(tasks), None if margin is None else float(margin), mechanism)
@@ -253,9 +255,9 @@ class Variant:
 def table1_row(config: RunConfig) -> dict[str, str] | None:
     """The row of reference/ppo2017_table1.csv that a PPO config's surrogate is (setting, param), or None:
     Table 1 varies one term of the objective at a time and has no entropy bonus."""
-    o = config.objective
-    if config.algorithm != "ppo" or o.ent_coef != 0:
+    if config.algorithm != "ppo" or config.ppo.objective.ent_coef != 0:
         return None
+    o = config.ppo.objective
     if o.kl_beta == 0:
         if o.clip_epsilon is None:
             return {"setting": "no_clipping_or_penalty", "param": ""}
@@ -276,10 +278,11 @@ def check_paper_row(paper_row: dict, overrides: dict, config: RunConfig, path: P
                 else "no row of Table 1")
         raise ConfigError(f"{path}: field paper_row {{setting: {paper_row['setting']}, param: "
                           f"{paper_row['param']!r}}} does not match the variant's objective, which is {what}")
-    other = sorted(set(overrides) - {"objective"})
+    ppo_overrides = overrides.get("ppo", {})
+    other = sorted(set(overrides) - {"ppo"}) or sorted(f"ppo.{k}" for k in set(ppo_overrides) - {"objective"})
     if other:
-        raise ConfigError(f"{path}: field overrides.{other[0]}: a variant with a paper_row may change only the "
-                          "objective (Table 1 varies the surrogate alone); remove paper_row or the override")
+        raise ConfigError(f"{path}: field overrides.{other[0]}: a variant with a paper_row may change only "
+                          "ppo.objective (Table 1 varies the surrogate alone); remove paper_row or the override")
 
 
 def load_variant(name: str, experiments_dir: Path = EXPERIMENTS_DIR, *, presets: dict[str, str] | None = None,

@@ -183,7 +183,8 @@ def collect_batch(ctx: GroupContext, agent: GaussianActorCritic | CategoricalAct
     act_buf = torch.zeros(T, N, A)  # discrete: A = 1, the action index as a float
     rew_buf, val_buf, final_val_buf = np.zeros((T, N)), np.zeros((T, N)), np.zeros((T, N))
     term_buf, trunc_buf = np.zeros((T, N), bool), np.zeros((T, N), bool)
-    keep_final_obs = cfg.adv_recompute and bootstrap_time_limit  # for V(final observation) in every epoch
+    recompute = cfg.ppo is not None and cfg.ppo.adv_recompute  # PPO's GAE before every epoch
+    keep_final_obs = recompute and bootstrap_time_limit  # for V(final observation) in every epoch
     final_obs_buf = np.zeros((T, N, d)) if keep_final_obs else None
 
     if envs.discrete:
@@ -230,7 +231,7 @@ def collect_batch(ctx: GroupContext, agent: GaussianActorCritic | CategoricalAct
     normalizer.update(raw_obs)
     batch = finish_batch(ctx, normalizer(raw_obs), to_runs(act_buf, T, G, E), rew_buf, val_buf, next_values,
                          term_buf, trunc_buf, rollout_seconds)
-    if cfg.adv_recompute:  # the next values are recomputed too, so keep the observations they come from
+    if recompute:  # the next values are recomputed too, so keep the observations they come from
         final = normalizer(to_runs(final_obs_buf, T, G, E)) if keep_final_obs else None
         batch.signals = RolloutSignals(rew_buf, term_buf, trunc_buf, normalizer(envs.obs.reshape(G, E, d)), final)
     return batch

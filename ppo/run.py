@@ -21,8 +21,9 @@ import torch
 
 from . import records
 from .config import ConfigError
-from .records import unwritable
 from .layout import checkpoint_path, split_run_dir
+from .records import unwritable
+from .schema import current_manifest, recorded_digest
 from .study import Run, Study, load_study
 from .train import RunSpec, train_group
 
@@ -72,9 +73,16 @@ def copy_run(source: Path, run: Run, run_dir: Path, meta: dict) -> None:
         raise ConfigError(f"{manifest_path}: cannot read the run to copy ({type(err).__name__})") from None
     if not isinstance(manifest, dict):
         raise ConfigError(f"{manifest_path}: not a run's manifest (a JSON object), cannot copy the run")
-    for field, expected in (("task", run.task), ("seed", run.seed), ("config_digest", run.config_digest)):
-        if manifest.get(field) != expected:
-            raise ConfigError(f"{manifest_path}: field {field} is {manifest.get(field)!r}, but run {run.run_id} "
+    try:
+        digest = recorded_digest(manifest)  # a run recorded under an older config schema is read in today's
+        manifest = current_manifest(manifest)
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise ConfigError(f"{manifest_path}: not a run's manifest ({type(err).__name__}: {err}), cannot copy the "
+                          "run") from None
+    for field, recorded, expected in (("task", manifest.get("task"), run.task), ("seed", manifest.get("seed"), run.seed),
+                                      ("config_digest", digest, run.config_digest)):
+        if recorded != expected:
+            raise ConfigError(f"{manifest_path}: field {field} is {recorded!r}, but run {run.run_id} "
                               f"needs {expected!r}: not the same run")
     missing = [name for name in RECORD_FILES if not (source / name).is_file()]
     if missing:

@@ -4,7 +4,7 @@ algorithm reads which record is declared by the algorithm (ppo/algorithms/<name>
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,47 @@ class Objective:
             raise ValueError(f"objective.kl_target must be > 0 or null, got {self.kl_target}")
         if self.kl_target is not None and self.kl_beta == 0:
             raise ValueError("objective.kl_target needs kl_beta > 0 (β = 0 can never adapt: 0·2 = 0)")
+
+
+@dataclass(frozen=True)
+class PPOSettings:
+    """PPO's section of the run config (ppo/algorithms/ppo.py): Table 3's K, M and Adam step size, the
+    surrogate (:class:`Objective`), and the implementation details of later PPO code (baselines ppo2, CleanRL,
+    Andrychowicz et al. 2021), off by default as in ppo1 and the paper."""
+
+    epochs: int = 10  # K
+    minibatch_size: int = 64  # M
+    learning_rate: float = 3e-4
+    lr_schedule: str = "constant"  # "constant" | "linear" (anneal to 0 over total_steps)
+    adam_eps: float = 1e-5
+    # c1 of Eq. 9; with separate networks it only rescales the value gradient
+    vf_coef: float = 1.0
+    max_grad_norm: float | None = None  # per-run global gradient-norm clip; None = off
+    clip_schedule: str = "constant"  # "constant" | "linear" (ε·α, α annealed 1 → 0 like the lr: Table 5)
+    # ε_v: value loss max((V − R)², (V_old + clip(V − V_old, ±ε_v) − R)²); None = plain
+    vf_clip: float | None = None
+    # a run's update stops after an epoch whose last minibatch had approx KL above it
+    target_kl: float | None = None
+    reward_norm: bool = False  # learner's rewards divided by a running std of the discounted return, per run
+    reward_clip: float = 10.0  # with reward_norm: scaled rewards clipped to ±reward_clip
+    adv_recompute: bool = False  # GAE again with the current value network before every epoch
+    objective: Objective = field(default_factory=Objective)
+
+    def __post_init__(self) -> None:
+        for name in ("epochs", "minibatch_size"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if not (self.learning_rate > 0 and math.isfinite(self.learning_rate)):
+            raise ValueError(f"learning_rate must be a finite number > 0, got {self.learning_rate}")
+        _check_positive(self, "adam_eps", "reward_clip")
+        _check_choice(self, lr_schedule=("constant", "linear"), clip_schedule=("constant", "linear"))
+        for name in ("max_grad_norm", "vf_clip", "target_kl"):
+            if getattr(self, name) is not None and not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0 or null, got {getattr(self, name)}")
+        if not self.reward_norm and self.reward_clip != 10.0:
+            raise ValueError(f"reward_clip {self.reward_clip} has no effect without reward_norm: true (it clips the "
+                             "scaled rewards); set reward_norm: true or remove reward_clip")
 
 
 # Hyperparameters of the Figure 3 baselines: one record per algorithm, a section of the run config named

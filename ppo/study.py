@@ -18,6 +18,7 @@ from .atari import check_atari_task, is_atari, load_protocol
 from .envs import check_task, discrete_actions, task_name
 from .layout import RUN_FILES, run_dir, run_id, settings_digest
 from .reports import REPORTS  # the analysis a study's results get
+from .schema import recorded_digest
 
 STUDY_KEYS = {"kind", "description", "tasks", "variants", "presets", "anchor", "report", "scales"}
 KINDS = ("mujoco", "rlhf")  # a study file's kind: tasks x variants x seeds (default), or ppo/rlhf/study.py's grid
@@ -120,8 +121,8 @@ def is_current(results: Path | str, study: Study, run: Run) -> bool:
     if not all((folder / name).exists() for name in study.run_files):
         return False
     try:
-        return json.loads((folder / "manifest.json").read_text()).get("config_digest") == run.config_digest
-    except (OSError, ValueError, RecursionError, AttributeError):  # any unreadable manifest: not finished
+        return recorded_digest(json.loads((folder / "manifest.json").read_text())) == run.config_digest
+    except (OSError, ValueError, RecursionError, AttributeError, KeyError, TypeError):  # unreadable: not finished
         return False
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.io import RunDataError, read_parquet
+from ppo.schema import current_manifest
 
 UPDATE_METRICS = {  # our updates.parquet column -> CleanRL name
     "policy_loss": "losses/policy_loss", "value_loss": "losses/value_loss", "entropy": "losses/entropy",
@@ -74,7 +75,7 @@ def export_run(run_dir: Path, mode: str = "offline", project: str = "ppo-repro",
     except ImportError:
         raise SystemExit("wandb is not installed: pip install -e '.[tracking]' (or set tracking: none)") from None
     run_dir = Path(run_dir)
-    manifest = read_manifest(run_dir / "manifest.json")
+    manifest = current_manifest(read_manifest(run_dir / "manifest.json"))  # every run's config in one shape
     config = {"env_id": manifest["task"], "exp_name": manifest.get("variant", "ppo"), "seed": manifest["seed"],
               "study": manifest.get("study"), "scale": manifest.get("scale"), "status": manifest["status"],
               "git_commit": (manifest.get("git") or {}).get("commit"), **manifest["config"]}

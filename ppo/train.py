@@ -23,9 +23,10 @@ import torch
 from . import records
 from .algorithms import algorithm_spec
 from .atari import load_protocol
-from .config import RunConfig
+from .config import SCHEMA_VERSION, RunConfig
 from .envs import task_version
 from .rollout import group_context
+from .schema import current_config
 
 
 @dataclass
@@ -76,7 +77,7 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
     diverged = [(None, None)] * G
     iteration = 0
     fingerprint = [(s.run_id, s.task, s.seed, json.dumps(s.config.to_dict(), sort_keys=True),
-                    json.dumps(env_protocol_record(s.task, s.config), sort_keys=True)) for s in specs]
+                    json.dumps(env_protocol_record(s.task, s.config), sort_keys=True), SCHEMA_VERSION) for s in specs]
 
     def save_checkpoint() -> None:
         state = {"fingerprint": fingerprint, "iteration": iteration, "algorithm": algo.state_dict(),
@@ -86,7 +87,7 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
 
     state = load_checkpoint(Path(checkpoint), log) if checkpoint is not None else None
     if state is not None:
-        if [tuple(f) for f in state["fingerprint"]] != fingerprint:
+        if [current_fingerprint(f) for f in state["fingerprint"]] != fingerprint:
             log(f"checkpoint {checkpoint} belongs to other runs or settings; starting from scratch")
         else:
             try:
@@ -172,6 +173,19 @@ CHECKPOINT_KEYS = {"fingerprint", "iteration", "algorithm", "sample_rng", "envs"
                    "alive", "diverged"}
 
 
+def current_fingerprint(entry) -> tuple:
+    """A checkpoint's entry for one run with its config in the current schema: a group checkpointed before a
+    change of the record's shape (entries of schema 1 have no version) resumes after it."""
+    *fields, version = entry if len(entry) == 6 else (*entry, 1)
+    if version == SCHEMA_VERSION:
+        return (*fields, version)
+    try:
+        config = json.dumps(current_config(json.loads(fields[3]), version), sort_keys=True)
+    except (TypeError, ValueError, KeyError, AttributeError):
+        return tuple(entry)  # not a run's config: no match, the group starts afresh
+    return (*fields[:3], config, fields[4], SCHEMA_VERSION)
+
+
 def load_checkpoint(path: Path, log) -> dict | None:
     """The saved group state, or None. A checkpoint that cannot be read, or is not a group's state, is
     moved aside (never deleted) and the group starts from scratch: nothing is lost, its records are not
@@ -224,7 +238,7 @@ def write_run(result: RunResult, model: dict, group: list[str], wall_seconds: fl
         "run_id": spec.run_id, "algorithm": spec.config.algorithm_key, "task": spec.task, "env_version": task_version(spec.task),
         "seed": spec.seed, "derived_seeds": result.derived_seeds, "status": result.status,
         "diverged_at_step": result.diverged_at_step, "diverged_reason": result.diverged_reason,
-        "total_steps": spec.config.total_steps, "config": spec.config.to_dict(),
+        "total_steps": spec.config.total_steps, "config_schema": SCHEMA_VERSION, "config": spec.config.to_dict(),
         "n_episodes": len(result.episodes), "group": group, "wall_seconds": wall_seconds,
         "torch_threads": torch.get_num_threads(), "packages": records.package_versions(),
         "git": git, "host": records.host_info(),

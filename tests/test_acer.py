@@ -351,8 +351,8 @@ def test_acer_settings_are_checked():
         build_config({**base, "acer": {"replay_start": 60000}}, "test")
     with pytest.raises(ConfigError, match="acer.truncation_c must be > 0"):
         build_config({**base, "acer": {"truncation_c": 0}}, "test")
-    with pytest.raises(ConfigError, match="PPO's"):
-        build_config({**base, "epochs": 3}, "test")
+    with pytest.raises(ConfigError, match="section ppo is for algorithm ppo; this config's algorithm is acer"):
+        build_config({**base, "ppo": {"epochs": 3}}, "test")
     with pytest.raises(ValueError, match="time_limit 'terminal' only"):
         ACER(SimpleNamespace(cfg=build_config({**base, "time_limit": "bootstrap"}, "test"),
                              envs=SimpleNamespace(obs_shape=(4, 84, 84), num_actions=3), num_runs=1))

@@ -13,7 +13,7 @@ import ppo.rollout
 from ppo.algorithms import algorithm_class
 from ppo.atari import load_protocol
 from ppo.config import ConfigError, build_config
-from ppo.experiments import EXPERIMENTS_DIR, load_preset, load_variant
+from ppo.experiments import EXPERIMENTS_DIR, deep_merge, load_preset, load_variant
 from ppo.rollout import collect_atari_batch, group_context
 from ppo.study import load_study
 from ppo.train import RunSpec, env_protocol_record, train_group
@@ -23,11 +23,11 @@ PRESET = load_preset("ppo_atari_paper")
 
 
 def config(**changes):
-    return build_config({**PRESET.config, **changes}, "test")
+    return build_config(deep_merge(PRESET.config, changes), "test")
 
 
 # 2 actors × 32 steps, one minibatch of 64 per epoch: 4 iterations in 256 steps
-TINY = config(total_steps=256, num_envs=2, horizon=32, minibatch_size=32, epochs=2)
+TINY = config(total_steps=256, num_envs=2, horizon=32, ppo={"minibatch_size": 32, "epochs": 2})
 
 
 class Recorder:
@@ -50,7 +50,7 @@ class Recorder:
 def rollout_seen_by_learner(monkeypatch, protocol_name, steps=300, **protocol_changes):
     """Run one rollout on Space Invaders (rewards 5-30 per invader, 3 lives) and capture the rewards and
     terminal flags GAE receives."""
-    cfg = config(num_envs=2, horizon=steps, minibatch_size=steps, env_protocol=protocol_name)
+    cfg = config(num_envs=2, horizon=steps, ppo={"minibatch_size": steps}, env_protocol=protocol_name)
     ctx = group_context("ALE/SpaceInvaders-v5", [cfg], [3])
     if protocol_changes:
         ctx.envs.protocol = dataclasses.replace(ctx.envs.protocol, **protocol_changes)
@@ -131,23 +131,18 @@ def test_a2c_runs_on_the_shared_network():
     ({"env_protocol": None}, "env_protocol is required"),
     ({"network": "mlp"}, "refused with network 'mlp'"),
     ({"network": "resnet"}, "network must be one of"),
-    ({"clip_schedule": "cosine"}, "clip_schedule must be one of"),
+    ({"ppo": {"clip_schedule": "cosine"}}, "ppo.clip_schedule must be one of"),
     ({"algorithm": "trpo", "trpo": {}}, r"algorithm trpo is implemented with network\(s\) \['mlp'\]"),
 ])
 def test_bad_atari_settings_are_refused(changes, message):
     data = {**PRESET.config, **changes}
     if "algorithm" in changes:
-        data = {k: v for k, v in data.items() if k not in ("epochs", "minibatch_size", "learning_rate", "lr_schedule",
-                                                           "adam_eps", "vf_coef", "max_grad_norm", "objective",
-                                                           "clip_schedule")}
+        del data["ppo"]
     with pytest.raises(ConfigError, match=message):
         build_config(data, "test")
 
 
-def test_mujoco_settings_keep_their_digest():
-    """Fields added for Atari, at their defaults, stay out of a MuJoCo run's settings (and digest)."""
-    cfg = load_variant("clip_0.2").config
-    assert not {"network", "env_protocol", "clip_schedule"} & set(cfg.to_dict())
+def test_an_atari_record_leaves_out_what_only_the_mlp_reads():
     assert "hidden_sizes" not in TINY.to_dict() and TINY.to_dict()["network"] == "cnn_mnih2016"
 
 
@@ -194,5 +189,5 @@ def test_deviations_list_every_protocol_setting_with_its_source():
     for setting, value in protocol.items():
         if setting != "name":
             assert table.loc[("(protocol paper2017)", setting), "value"] == str(value)
-    assert table.loc[("ppo_atari_paper", "learning_rate"), "value"] == "0.00025"  # not rounded to 0.00
+    assert table.loc[("ppo_atari_paper", "ppo.learning_rate"), "value"] == "0.00025"  # not rounded to 0.00
     assert "ALE/<Game>-v5" in table.loc[("(study)", "tasks"), "source_of_choice"]

@@ -44,7 +44,7 @@ def test_update_flops_count_the_paper_networks():
     cfg = throughput.paper_config(2048)
     policy_fwd, value_fwd = 9_984, 2 * (11 * 64 + 64 * 64 + 64)
     train = lambda fwd: 3 * fwd - 2 * 11 * 64  # noqa: E731  backward: no input gradient for the first layer
-    expected = cfg.epochs * (train(policy_fwd) + train(value_fwd)) + 2 * policy_fwd
+    expected = cfg.ppo.epochs * (train(policy_fwd) + train(value_fwd)) + 2 * policy_fwd
     assert throughput.update_flops(11, 3, cfg) == expected
 
 

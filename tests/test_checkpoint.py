@@ -1,6 +1,7 @@
 """A group killed at any point and restarted from its checkpoint ends with records identical to an
 uninterrupted group (CPU, one thread)."""
 import dataclasses
+import json
 
 import pandas as pd
 import pytest
@@ -11,15 +12,16 @@ import ppo.algorithms.ppo
 import ppo.train
 from ppo import records
 from ppo.config import RunConfig
-from ppo.settings import Objective
+from ppo.settings import Objective, PPOSettings
 from ppo.train import RunSpec, train_group
 from killing import Killed, kill_at
 
-CFG = RunConfig(total_steps=1024, horizon=128, epochs=2, minibatch_size=32)
+CFG = RunConfig(total_steps=1024, horizon=128, ppo=PPOSettings(epochs=2, minibatch_size=32))
 
 
 def specs():
-    adaptive = dataclasses.replace(CFG, objective=Objective(clip_epsilon=None, kl_beta=1.0, kl_target=0.01))
+    adaptive = dataclasses.replace(CFG, ppo=dataclasses.replace(CFG.ppo, objective=Objective(clip_epsilon=None, kl_beta=1.0,
+                                                                                      kl_target=0.01)))
     return [RunSpec("a", "Hopper-v5", CFG, 0), RunSpec("b", "Hopper-v5", adaptive, 1)]
 
 
@@ -129,5 +131,32 @@ def test_checkpoint_of_this_group_that_cannot_be_restored_is_kept_aside(tmp_path
     assert any("unreadable" in m and "group.ckpt.corrupt" in m for m in messages), messages
     assert (tmp_path / "group.ckpt.corrupt").exists() and not ckpt.exists()
     for (e1, u1, _), (e2, u2, _) in zip(uninterrupted, comparable(results)):
+        pd.testing.assert_frame_equal(e1, e2, check_exact=True)
+        pd.testing.assert_frame_equal(u1, u2, check_exact=True)
+
+
+def test_a_group_checkpointed_under_config_schema_1_resumes(tmp_path, monkeypatch, uninterrupted):
+    """A group stopped before the record's shape changed (ppo.schema) resumes after it: its checkpoint names
+    each run's config as schema 1 wrote it, PPO's settings at top level, with no schema number."""
+    ckpt = tmp_path / "group.ckpt"
+    with monkeypatch.context() as m:
+        kill_at(m, ppo.algorithms.ppo, "objective_terms", 8 * 4 + 3)
+        with pytest.raises(Killed):
+            train_group(specs(), log=lambda _: None, checkpoint=ckpt, checkpoint_every=2)
+    state = torch.load(ckpt, weights_only=True)
+    schema1_defaults = {"network": "mlp", "env_protocol": None, "clip_schedule": "constant", "vf_clip": None,
+                        "target_kl": None, "reward_norm": False, "reward_clip": 10.0, "adv_recompute": False}
+    entries = []
+    for run_id, task, seed, config, protocol, version in state["fingerprint"]:
+        config = json.loads(config)
+        flat = {k: v for k, v in config.items() if k != "ppo"} | config["ppo"]
+        flat = {k: v for k, v in flat.items() if k not in schema1_defaults or v != schema1_defaults[k]}
+        entries.append([run_id, task, seed, json.dumps(flat, sort_keys=True), protocol])
+    state["fingerprint"] = entries
+    torch.save(state, ckpt)
+    messages = []
+    resumed = train_group(specs(), log=messages.append, checkpoint=ckpt, checkpoint_every=2)
+    assert any("resumed from" in m for m in messages), messages
+    for (e1, u1, _), (e2, u2, _) in zip(uninterrupted, comparable(resumed)):
         pd.testing.assert_frame_equal(e1, e2, check_exact=True)
         pd.testing.assert_frame_equal(u1, u2, check_exact=True)

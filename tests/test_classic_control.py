@@ -28,10 +28,11 @@ except ImportError:
 BOX2D = pytest.mark.skipif(not HAS_BOX2D, reason="gymnasium's box2d extra (Box2D) is not installed")
 
 
-def classic(variant: str, steps: int, **changes):
-    """A Table 1 variant on the classic preset, as the classic study resolves it, with ``changes``."""
+def classic(variant: str, steps: int, ppo: dict | None = None, **changes):
+    """A Table 1 variant on the classic preset, as the classic study resolves it, with ``changes`` (and
+    ``ppo``: changes of its PPO section)."""
     cfg = load_variant(variant, presets=CLASSIC, total_steps=steps).config
-    return dataclasses.replace(cfg, **changes)
+    return dataclasses.replace(cfg, **changes, **({"ppo": dataclasses.replace(cfg.ppo, **ppo)} if ppo else {}))
 
 
 # ---- which tasks are accepted ------------------------------------------------------------------------------
@@ -79,7 +80,7 @@ def test_classic_study_applies_the_table1_variants_to_the_classic_preset():
         assert (ours.preset.name, ours.named_preset) == ("ppo_classic", "ppo_mujoco_paper")
         assert (paper.preset.name, paper.named_preset) == ("ppo_mujoco_paper", "")
         # each variant's own objective (ε, β, d_targ), the classic preset's entropy bonus and everything else
-        assert dataclasses.replace(ours.config.objective, ent_coef=0.0) == paper.config.objective
+        assert dataclasses.replace(ours.config.ppo.objective, ent_coef=0.0) == paper.config.ppo.objective
         assert ours.config.horizon == 2048 and ours.config.init == "orthogonal" and not ours.config.obs_norm
     assert len({v.config.structural_key() for v in study.variants}) == 1  # one training group per task
     assert study.runs()[0].config_digest != table1.runs()[0].config_digest
@@ -129,7 +130,7 @@ def test_categorical_runs_do_not_depend_on_their_group():
 
 
 def test_annealed_clipping_records_no_epsilon_for_a_run_without_clipping():
-    runs = train_group([RunSpec(v, "CartPole-v1", classic(v, 256, horizon=128, clip_schedule="linear"), 0)
+    runs = train_group([RunSpec(v, "CartPole-v1", classic(v, 256, horizon=128, ppo={"clip_schedule": "linear"}), 0)
                         for v in ("clip_0.2", "no_clip")], log=lambda _: None)
     assert [r.status for r in runs] == ["completed", "completed"]  # ε = ∞ is not divergence
     assert runs[0].updates["clip_epsilon"].tolist() == pytest.approx([0.2, 0.1])

@@ -22,7 +22,7 @@ def write(path, text):
 
 def test_the_eleven_table1_settings_are_data(experiments):
     study = load_study("table1", "paper", experiments_dir=experiments)
-    objectives = {v.name: v.config.objective for v in study.variants}
+    objectives = {v.name: v.config.ppo.objective for v in study.variants}
     assert len(objectives) == 11
     assert objectives["no_clip"].clip_epsilon is None and objectives["no_clip"].kl_beta == 0
     assert objectives["clip_0.3"].clip_epsilon == 0.3
@@ -35,7 +35,7 @@ def test_the_eleven_table1_settings_are_data(experiments):
 
 def test_new_ablation_is_one_file(experiments):
     write(experiments / "variants" / "clip_0.4.yaml",
-          "label: eps 0.4\npreset: ppo_mujoco_paper\noverrides: {objective: {clip_epsilon: 0.4}}\n")
+          "label: eps 0.4\npreset: ppo_mujoco_paper\noverrides: {ppo: {objective: {clip_epsilon: 0.4}}}\n")
     study = load_study("table1", "reduced", experiments_dir=experiments)
     assert "clip_0.4" in [v.name for v in study.variants]  # picked up by the study's clip_* pattern
 
@@ -59,7 +59,7 @@ def test_every_detail_and_mistake_is_a_one_change_variant_of_the_paper_preset():
             assert variant.preset.name == "ppo_mujoco_paper" and len(changed) == 1, (variant.name, changed)
             assert variant.description, variant.name  # the claim it tests
     modern = next(v for v in study.variants if v.name == "modern").config
-    assert (modern.init, modern.lr_schedule, modern.max_grad_norm, modern.vf_clip, modern.reward_norm,
+    assert (modern.init, modern.ppo.lr_schedule, modern.ppo.max_grad_norm, modern.ppo.vf_clip, modern.ppo.reward_norm,
             modern.adv_norm) == ("orthogonal", "linear", 0.5, 0.2, True, "minibatch")
     assert len(study.variants) == 17 and len(study.runs()) == 7 * 17 * 3
 

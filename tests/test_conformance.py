@@ -56,7 +56,7 @@ def test_every_algorithm_of_the_config_is_declared_once_with_its_section():
     assert set(specs()) == set(ALGORITHMS)
     sections = typing.get_type_hints(RunConfig, vars(config_module))
     for name, spec in specs().items():
-        if spec.settings is None:  # PPO: its settings are the config's top-level fields
+        if spec.settings is None:  # an algorithm without settings has no section
             assert name not in sections
         else:
             assert sections[name] == spec.settings | None, name

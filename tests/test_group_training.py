@@ -8,15 +8,15 @@ import torch
 
 import ppo.algorithms.ppo
 from ppo.config import RunConfig
-from ppo.settings import Objective
+from ppo.settings import Objective, PPOSettings
 from ppo.train import RunSpec, train_group
 
 # Small but complete: several updates, episode ends by termination (Hopper falls) and by the time limit.
-TINY = RunConfig(total_steps=768, horizon=128, epochs=2, minibatch_size=32)
+TINY = RunConfig(total_steps=768, horizon=128, ppo=PPOSettings(epochs=2, minibatch_size=32))
 
 
 def spec(name, seed, task="Hopper-v5", **objective):
-    cfg = dataclasses.replace(TINY, objective=Objective(**objective)) if objective else TINY
+    cfg = dataclasses.replace(TINY, ppo=dataclasses.replace(TINY.ppo, objective=Objective(**objective))) if objective else TINY
     return RunSpec(name, task, cfg, seed)
 
 

@@ -11,6 +11,7 @@ import ppo.envs
 import ppo.rollout
 from killing import Killed, kill_at
 from ppo.config import RunConfig
+from ppo.settings import PPOSettings
 from ppo.envs import LockstepEnvs
 from ppo.mujoco_batch import TASKS, BatchedMujocoEnvs, make_lockstep, pow2
 from ppo.train import RunSpec, train_group
@@ -121,7 +122,7 @@ def test_fallback_to_gymnasium_for_other_tasks():
         BatchedMujocoEnvs("Hopper-v5", [0, 1]).step(np.zeros((2, 4)))
 
 
-TINY = RunConfig(total_steps=768, horizon=128, epochs=2, minibatch_size=32)
+TINY = RunConfig(total_steps=768, horizon=128, ppo=PPOSettings(epochs=2, minibatch_size=32))
 
 
 def records(results):

@@ -39,7 +39,7 @@ def test_smoke_pipeline_produces_the_report(project):
     manifest = json.loads((project / "results/table1/smoke/runs/Hopper-v5/clip_0.2/seed0/manifest.json").read_text())
     for key in ("config", "derived_seeds", "packages", "git", "host", "env_protocol", "env_version"):
         assert key in manifest
-    assert manifest["config"]["objective"]["clip_epsilon"] == 0.2 and manifest["env_version"] == "v5"
+    assert manifest["config"]["ppo"]["objective"]["clip_epsilon"] == 0.2 and manifest["env_version"] == "v5"
     assert "SMOKE" in (report / "table1.md").read_text()  # the reduced budget is stated in the table
     # Figure 3's PPO runs are Table 1's clip 0.2 runs, copied rather than trained a second time.
     original = "results/table1/smoke/runs/Hopper-v5/clip_0.2/seed0"
@@ -86,7 +86,7 @@ def test_regrouping_retrains_nothing_and_a_new_variant_trains_only_its_runs(proj
     assert planned_training(project, "group_size=3") == set()
     assert planned_training(project, "tracking=wandb") == set()  # tracking only replays finished records
     new = project / "experiments/variants/clip_0.4.yaml"
-    new.write_text("label: eps 0.4\npreset: ppo_mujoco_paper\noverrides: {objective: {clip_epsilon: 0.4}}\n")
+    new.write_text("label: eps 0.4\npreset: ppo_mujoco_paper\noverrides: {ppo: {objective: {clip_epsilon: 0.4}}}\n")
     try:
         planned = planned_training(project)
         assert planned == {f"results/table1/smoke/runs/{task}/clip_0.4/seed0"

@@ -15,7 +15,7 @@ import ppo.algorithms.ppo
 from killing import Killed, kill_at
 from ppo.batched import GaussianActorCritic
 from ppo.config import ConfigError, RunConfig, build_config
-from ppo.settings import Objective
+from ppo.settings import Objective, PPOSettings
 from ppo.normalizer import RewardScaler
 from ppo.objective import value_loss
 from ppo.rollout import Batch, RolloutSignals, recompute_advantages, standardized
@@ -99,8 +99,8 @@ def test_reward_scaling_hand_values_and_reset_on_truncation():
 def tiny_batch(time_limit):
     """T = 3 steps of one actor: observation x_t = t + 1 and V(x) = x, so V = 1, 2, 3; after the last step the
     observation is 4. Rewards 1; the episode is cut by a time limit at t = 1, whose final observation is 10."""
-    cfg = RunConfig(horizon=3, minibatch_size=3, gamma=0.5, gae_lambda=0.5, adv_norm="none", time_limit=time_limit,
-                    adv_recompute=True)
+    cfg = RunConfig(horizon=3, gamma=0.5, gae_lambda=0.5, adv_norm="none", time_limit=time_limit,
+                    ppo=PPOSettings(minibatch_size=3, adv_recompute=True))
     signals = RolloutSignals(rewards=np.ones((3, 1)), terminated=np.zeros((3, 1), bool),
                              truncated=np.array([[False], [True], [False]]), last_obs=torch.tensor([[[4.0]]]),
                              final_obs=torch.tensor([[[0.0], [10.0], [0.0]]]) if time_limit == "bootstrap" else None)
@@ -173,25 +173,28 @@ def test_per_run_gradient_norm_clipping_hand_value():
     assert flat.grad[1, :2].tolist() == torch.tensor([0.15, 0.2]).tolist()
 
 
-# ---- settings: validated, and left out of a run's record at their defaults
+# ---- settings: recorded in PPO's section, validated
 
 
-def test_new_settings_are_left_out_of_the_record_at_their_defaults():
-    assert not {"vf_clip", "target_kl", "reward_norm", "reward_clip", "adv_recompute"} & set(RunConfig().to_dict())
-    cfg = RunConfig(vf_clip=0.2, target_kl=0.015, reward_norm=True, adv_recompute=True)
-    assert {"vf_clip": 0.2, "target_kl": 0.015, "reward_norm": True, "adv_recompute": True}.items() <= cfg.to_dict().items()
+def test_the_details_are_settings_of_ppo_s_section_in_the_record():
+    cfg = RunConfig(ppo=PPOSettings(vf_clip=0.2, target_kl=0.015, reward_norm=True, adv_recompute=True))
+    details = {"vf_clip": 0.2, "target_kl": 0.015, "reward_norm": True, "adv_recompute": True}
+    assert details.items() <= cfg.to_dict()["ppo"].items()
+    assert not set(details) & set(cfg.to_dict())  # not at top level
     assert cfg.structural_key() != RunConfig().structural_key()  # one group per setting of a detail
 
 
 @pytest.mark.parametrize("data, message", [
-    ({"vf_clip": 0}, "vf_clip must be > 0 or null"),
-    ({"target_kl": -0.01}, r"target_kl must lie in \[0, 1000\]"),
-    ({"reward_norm": "yes"}, "reward_norm must be true or false"),
-    ({"reward_clip": 5.0}, "reward_clip 5.0 has no effect without reward_norm"),
-    ({"reward_norm": True, "reward_clip": 0.0}, "reward_clip must be > 0"),
-    ({"adv_recompute": 1}, "adv_recompute must be true or false"),
-    ({"algorithm": "trpo", "vf_clip": 0.2}, r"\['vf_clip'\] are PPO's"),
-    ({"network": "cnn_nature", "env_protocol": "paper2017", "reward_norm": True}, "MuJoCo .network 'mlp'. only"),
+    ({"ppo": {"vf_clip": 0}}, "ppo.vf_clip must be > 0 or null"),
+    ({"ppo": {"target_kl": -0.01}}, r"field ppo.target_kl must lie in \[0, 1000\]"),
+    ({"ppo": {"reward_norm": "yes"}}, "field ppo.reward_norm must be true or false"),
+    ({"ppo": {"reward_clip": 5.0}}, "ppo.reward_clip 5.0 has no effect without reward_norm"),
+    ({"ppo": {"reward_norm": True, "reward_clip": 0.0}}, "ppo.reward_clip must be > 0"),
+    ({"ppo": {"adv_recompute": 1}}, "field ppo.adv_recompute must be true or false"),
+    ({"algorithm": "trpo", "ppo": {"vf_clip": 0.2}}, "section ppo is for algorithm ppo; this config's algorithm is trpo"),
+    ({"vf_clip": 0.2}, r"field\(s\) \['vf_clip'\] are PPO's settings: they belong in section 'ppo'"),
+    ({"network": "cnn_nature", "env_protocol": "paper2017", "ppo": {"reward_norm": True}},
+     "MuJoCo .network 'mlp'. only"),
 ])
 def test_bad_settings_are_refused_with_the_field_named(data, message):
     with pytest.raises(ConfigError, match=message):
@@ -200,13 +203,14 @@ def test_bad_settings_are_refused_with_the_field_named(data, message):
 
 # ---- whole runs with every detail on
 
-EVERY_DETAIL = RunConfig(total_steps=768, horizon=128, epochs=4, minibatch_size=32, learning_rate=1e-3,
-                         lr_schedule="linear", init="orthogonal", max_grad_norm=0.5, adv_norm="minibatch",
-                         time_limit="bootstrap", vf_clip=0.2, target_kl=3e-4, reward_norm=True, adv_recompute=True)
+EVERY_DETAIL = RunConfig(total_steps=768, horizon=128, init="orthogonal", adv_norm="minibatch", time_limit="bootstrap",
+                         ppo=PPOSettings(epochs=4, minibatch_size=32, learning_rate=1e-3, lr_schedule="linear",
+                                         max_grad_norm=0.5, vf_clip=0.2, target_kl=3e-4, reward_norm=True,
+                                         adv_recompute=True))
 
 
 def specs():
-    other = dataclasses.replace(EVERY_DETAIL, objective=Objective(clip_epsilon=0.1))
+    other = dataclasses.replace(EVERY_DETAIL, ppo=dataclasses.replace(EVERY_DETAIL.ppo, objective=Objective(clip_epsilon=0.1)))
     return [RunSpec("x", "Hopper-v5", EVERY_DETAIL, 1), RunSpec("a", "Hopper-v5", EVERY_DETAIL, 7),
             RunSpec("y", "Hopper-v5", other, 2)]
 
@@ -221,7 +225,7 @@ def test_early_stopped_run_in_a_group_has_the_records_of_the_run_alone(group):
     for a, b in ((alone.episodes, group[1].episodes), (alone.updates, group[1].updates)):
         pd.testing.assert_frame_equal(a, b, check_exact=True)
     steps = np.stack([r.updates["minibatch_steps"].to_numpy() for r in group])
-    full = EVERY_DETAIL.epochs * EVERY_DETAIL.horizon // EVERY_DETAIL.minibatch_size
+    full = EVERY_DETAIL.ppo.epochs * EVERY_DETAIL.horizon // EVERY_DETAIL.ppo.minibatch_size
     # early stopping acted, at whole epochs (4 minibatches each), and not in lock-step across the group
     assert (steps < full).any() and (steps % 4 == 0).all() and (steps != steps[1]).any()
     # lr annealed linearly to 0 over the 6 updates
@@ -244,9 +248,10 @@ def test_every_detail_resumes_from_a_checkpoint_with_identical_records(group, tm
 
 
 def test_reward_scaling_changes_the_learner_not_the_recorded_returns():
-    cfg = RunConfig(total_steps=256, horizon=128, epochs=1, minibatch_size=64)
-    raw, scaled = (train_group([RunSpec("r", "Hopper-v5", dataclasses.replace(cfg, reward_norm=on), 3)],
-                               log=lambda _: None)[0] for on in (False, True))
+    cfg = RunConfig(total_steps=256, horizon=128, ppo=PPOSettings(epochs=1, minibatch_size=64))
+    on_off = (cfg, dataclasses.replace(cfg, ppo=dataclasses.replace(cfg.ppo, reward_norm=True)))
+    raw, scaled = (train_group([RunSpec("r", "Hopper-v5", c, 3)],
+                               log=lambda _: None)[0] for c in on_off)
     first = raw.updates["global_step"].iloc[0]
     # The first rollout is the same (same seed, same policy): the episode log keeps the raw env returns ...
     pd.testing.assert_frame_equal(raw.episodes[raw.episodes.global_step <= first],

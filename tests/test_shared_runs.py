@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from ppo.config import ConfigError
+from ppo.config import SCHEMA_VERSION, ConfigError
 from ppo.run import COPIED_FILES, copy_run, run_meta
 from ppo.study import load_study, shared_runs
 
@@ -35,7 +35,8 @@ def finished_run(folder: Path, run, study) -> Path:
     for i, name in enumerate(COPIED_FILES):
         (folder / name).write_bytes(bytes([i]) * 100)
     manifest = {"run_id": run.run_id, "task": run.task, "seed": run.seed, "wall_seconds": 12.5,
-                "group": [run.run_id, "other"], **run_meta(study, run)}
+                "group": [run.run_id, "other"], "config_schema": SCHEMA_VERSION, "config": run.variant.config.to_dict(),
+                **run_meta(study, run)}
     (folder / "manifest.json").write_text(json.dumps(manifest))
     return folder
 

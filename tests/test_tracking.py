@@ -4,6 +4,7 @@ import pandas as pd
 import pytest
 
 from ppo.config import RunConfig
+from ppo.settings import PPOSettings
 from ppo import tracking
 from ppo.tracking import history
 from ppo.train import RunSpec, train_group
@@ -12,7 +13,7 @@ from ppo.train import RunSpec, train_group
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("runs") / "InvertedPendulum-v5" / "clip_0.2" / "seed0"
-    cfg = RunConfig(total_steps=256, horizon=128, epochs=1, minibatch_size=64)
+    cfg = RunConfig(total_steps=256, horizon=128, ppo=PPOSettings(epochs=1, minibatch_size=64))
     train_group([RunSpec("InvertedPendulum-v5/clip_0.2/seed0", "InvertedPendulum-v5", cfg, 0, out,
                          meta={"study": "t", "variant": "clip_0.2"})], log=lambda _: None)
     return out

@@ -23,6 +23,7 @@ from ..normalizer import RewardScaler
 from ..objective import adapt_beta, objective_terms, value_loss
 from ..rollout import GroupContext, recompute_advantages, standardized
 from ..schedule import annealed
+from ..settings import PPOSettings
 from .base import ActorCriticAlgorithm, per_run
 from .spec import CONVNETS, MLP, AlgorithmSpec, LearningCheck, Line
 
@@ -33,11 +34,11 @@ class PPO(ActorCriticAlgorithm):
         G = ctx.num_runs
         cfg = ctx.cfg
         # With target_kl a run may stop taking steps while its group goes on: Adam with a step count per run
-        self.optimizers["adam"] = (BatchedAdam if cfg.target_kl is None else PerRunAdam)(
-            self.flat, lr=cfg.learning_rate, eps=cfg.adam_eps)
-        if cfg.reward_norm:
-            self.reward_scaler = RewardScaler(G, cfg.num_envs, cfg.gamma, cfg.reward_clip)
-        objectives = [c.objective for c in ctx.configs]
+        self.optimizers["adam"] = (BatchedAdam if cfg.ppo.target_kl is None else PerRunAdam)(
+            self.flat, lr=cfg.ppo.learning_rate, eps=cfg.ppo.adam_eps)
+        if cfg.ppo.reward_norm:
+            self.reward_scaler = RewardScaler(G, cfg.num_envs, cfg.gamma, cfg.ppo.reward_clip)
+        objectives = [c.ppo.objective for c in ctx.configs]
         self.clip_eps = per_run([o.clip_epsilon for o in objectives], math.inf).view(G, 1)
         self.beta = per_run([o.kl_beta for o in objectives], 0.0)
         self.kl_target = per_run([o.kl_target for o in objectives], math.nan)
@@ -55,10 +56,10 @@ class PPO(ActorCriticAlgorithm):
 
     def iterate(self, iteration: int) -> dict:
         ctx, cfg, agent = self.ctx, self.ctx.cfg, self.agent
-        G, B, M = ctx.num_runs, self.batch_size, cfg.minibatch_size
+        G, B, M = ctx.num_runs, self.batch_size, cfg.ppo.minibatch_size
         # both scale with Table 5's α = 1 - iteration / num_iterations when linear
-        lr = annealed(cfg.learning_rate, cfg.lr_schedule, iteration, self.num_iterations)
-        clip_eps = annealed(self.clip_eps, cfg.clip_schedule, iteration, self.num_iterations)
+        lr = annealed(cfg.ppo.learning_rate, cfg.ppo.lr_schedule, iteration, self.num_iterations)
+        clip_eps = annealed(self.clip_eps, cfg.ppo.clip_schedule, iteration, self.num_iterations)
         self.optimizers["adam"].set_lr(lr)
 
         # ---- (1) rollout and advantages; the normalizer is updated with this batch first (as ppo1)
@@ -76,7 +77,7 @@ class PPO(ActorCriticAlgorithm):
             # V_old, the centre of value clipping: the value network before this update, on the observations as
             # the update sees them (π_old is taken the same way; the rollout's values saw the normalizer's
             # previous statistics), so that V = V_old at the first step, as in ppo2
-            old_value = agent.value_of(obs) if cfg.vf_clip is not None else None
+            old_value = agent.value_of(obs) if cfg.ppo.vf_clip is not None else None
 
         def pack(advantages, returns):
             """Per-sample data in one tensor of rows [G·B, ...]: a minibatch is then an index_select, half the
@@ -96,10 +97,10 @@ class PPO(ActorCriticAlgorithm):
         active = torch.ones(G, dtype=torch.bool)  # runs still taking steps (target_kl stops a run's update)
         row_start = torch.arange(G).unsqueeze(1) * B  # run g's samples start at row g·B
         beta = self.beta.view(G, 1)
-        for epoch in range(cfg.epochs):
+        for epoch in range(cfg.ppo.epochs):
             if not active.any():
                 break
-            if cfg.adv_recompute:  # GAE again with the value network as it is now (Andrychowicz et al. 2021)
+            if cfg.ppo.adv_recompute:  # GAE again with the value network as it is now (Andrychowicz et al. 2021)
                 packed_rows = pack(*recompute_advantages(cfg, batch, agent.value_of))
             # A stopped run draws no more permutations, as a loop that breaks would not: its sampling stream then
             # does not depend on the group. Its rows are still computed (in order), but never stepped.
@@ -121,14 +122,14 @@ class PPO(ActorCriticAlgorithm):
                 kl = old_policy.like(params_old).kl(policy)
                 entropy = policy.entropy()  # [G, M], or [G, 1] where it is the same for every state
                 policy_loss, surr = objective_terms(ratio, adv, kl, entropy, clip_eps, beta, self.ent_coef)
-                vf_loss = value_loss(value, ret, v_old[0].squeeze(-1) if v_old else None, cfg.vf_clip)
+                vf_loss = value_loss(value, ret, v_old[0].squeeze(-1) if v_old else None, cfg.ppo.vf_clip)
                 # Summing over runs keeps them independent: d(sum)/d(run g's slice) = run g's gradient.
-                loss = policy_loss + cfg.vf_coef * vf_loss
+                loss = policy_loss + cfg.ppo.vf_coef * vf_loss
                 agent.params.zero_grad_()  # in place: the parameters' .grad are views of flat.grad
                 loss.sum().backward()
-                if cfg.max_grad_norm is not None:
-                    per_run_grad_norm_clip(self.flat, cfg.max_grad_norm)
-                if cfg.target_kl is None:
+                if cfg.ppo.max_grad_norm is not None:
+                    per_run_grad_norm_clip(self.flat, cfg.ppo.max_grad_norm)
+                if cfg.ppo.target_kl is None:
                     self.optimizers["adam"].step()
                 else:  # a stopped run's parameters and Adam state stay exactly as they are
                     self.optimizers["adam"].step(active)
@@ -138,10 +139,10 @@ class PPO(ActorCriticAlgorithm):
                                               ((ratio - 1).abs() > clip_eps).float().mean(1), surr])
                     stats = torch.where(active, stats + step_stats, stats)
                 steps_taken += active
-            if cfg.target_kl is not None:
+            if cfg.ppo.target_kl is not None:
                 # CleanRL's rule (ppo_continuous_action.py), per run: after each epoch, the approx KL of its last
                 # minibatch above the target ends the run's update
-                active &= ~(approx_kl > cfg.target_kl)
+                active &= ~(approx_kl > cfg.ppo.target_kl)
         stats /= steps_taken
 
         # ---- (4) full-batch KL of this update, and the β rule (runs without a KL target keep β)
@@ -154,9 +155,9 @@ class PPO(ActorCriticAlgorithm):
                "clipfrac": clipfrac, "surrogate": stats[5], "kl": batch_kl, "beta": beta_used,
                "explained_variance": batch.explained_variance, "learning_rate": np.full(G, lr),
                "rollout_seconds": batch.rollout_seconds}
-        if cfg.clip_schedule != "constant":  # NaN for a run without clipping (ε = ∞), like its clip fraction
+        if cfg.ppo.clip_schedule != "constant":  # NaN for a run without clipping (ε = ∞), like its clip fraction
             out["clip_epsilon"] = torch.where(self.clip_eps.view(G).isfinite(), clip_eps.view(G), torch.nan)
-        if cfg.target_kl is not None:
+        if cfg.ppo.target_kl is not None:
             out["minibatch_steps"] = steps_taken
         if hasattr(agent, "log_std"):
             out["log_std_mean"] = agent.log_std.detach().mean((1, 2))
@@ -164,13 +165,13 @@ class PPO(ActorCriticAlgorithm):
 
 
 SPEC = AlgorithmSpec(
-    name="ppo", build=PPO, order=0, settings=None,
+    name="ppo", build=PPO, order=0, settings=PPOSettings,
     summary="Proximal policy optimization (Schulman et al. 2017): every Table 1 surrogate as one objective",
     lines=(Line("ppo", "PPO", variant="clip_0.2", reference="ppo"),),
     networks=MLP + CONVNETS, continuous=True, discrete_mlp=True,
     # no clipping: no clip fraction and no annealed ε; constant returns: no explained variance
     nan_allowed=frozenset({"clipfrac", "clip_epsilon", "explained_variance"}),
-    tiny={"total_steps": 1024, "horizon": 128, "epochs": 2, "minibatch_size": 32},
+    tiny={"total_steps": 1024, "horizon": 128, "ppo": {"epochs": 2, "minibatch_size": 32}},
     learning=(LearningCheck(
         "clip_0.2", "InvertedPendulum-v5", steps=40 * 2048, threshold=950.0, start_below=100.0, window=20,
         start_window=20, seeds=(0, 1, 2),

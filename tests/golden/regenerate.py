@@ -40,6 +40,7 @@ import torch  # noqa: E402
 
 import ppo  # noqa: E402
 from ppo import records  # noqa: E402
+from ppo.config import SCHEMA_VERSION  # noqa: E402
 from ppo.experiments import load_variant  # noqa: E402
 from ppo.envs import task_version  # noqa: E402
 from ppo.study import Run  # noqa: E402
@@ -196,7 +197,7 @@ def golden_record(golden: Golden, tables: dict[str, pd.DataFrame]) -> dict:
         "seed": golden.seed, "total_steps": golden.total_steps, "overrides": golden.overrides,
         **({"presets": golden.presets} if golden.presets else {}),
         "run_id": run.run_id, "algorithm": cfg.algorithm, "algorithm_key": cfg.algorithm_key,
-        "config_digest": run.config_digest, "config": cfg.to_dict(),
+        "config_digest": run.config_digest, "config_schema": SCHEMA_VERSION, "config": cfg.to_dict(),
         "compared_packages": list(NUMERIC_PACKAGES[golden.kind]),
         **environment(), "generated_at": records.git_state(),
         "tables": {name: {"file": f"{name}.csv", "rows": len(tables[name]), "dtypes": dtypes(tables[name]),

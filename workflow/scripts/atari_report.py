@@ -35,7 +35,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from analysis.atari import (  # noqa: E402
-    ALGORITHMS,
+    PAPER_ALGORITHMS,
     DEFAULT_HUMAN_TABLE,
     HUMAN_TABLES,
     WINDOW,
@@ -110,7 +110,7 @@ def notes_for(manifests: pd.DataFrame, scores: pd.DataFrame, budget: str, extra:
     skips = ", ".join(str(s) for s in sorted(manifests["frame_skip"].unique()))
     notes.append(f"Environments: ale-py ALE/<Game>-v5, Atari protocol(s) {protocols} (experiments/protocols/), "
                  f"frame skip {skips} (paper: gym's 2017 Atari ids).")
-    absent = [a for a in ALGORITHMS if a not in set(manifests["algorithm"])]
+    absent = [a for a in PAPER_ALGORITHMS if a not in set(manifests["algorithm"])]
     if absent:
         notes.append(f"Algorithms of the paper not run here: {', '.join(absent)}.")
     unscored = scores[scores["n_episodes"] == 0]

@@ -118,7 +118,7 @@ def run_report(args: argparse.Namespace) -> dict[str, Path]:
                 f"Each detail's and mistake's effect against {args.variant}, per task", DIGITS)
     written["details_per_task"] = out / "details_per_task.csv"
 
-    full_steps = {name: v.config.epochs * (v.config.num_envs * v.config.horizon // v.config.minibatch_size)
+    full_steps = {name: v.config.ppo.epochs * (v.config.num_envs * v.config.horizon // v.config.ppo.minibatch_size)
                   for name, v in variants.items() if v.config.algorithm == "ppo"}
     stats = run_statistics(updates, manifests, full_steps)
     claims = {name: (v.description, v.claim) for name, v in sorted(variants.items()) if v.description}

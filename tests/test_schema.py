@@ -1,0 +1,69 @@
+"""Records written under an older config schema stay current (ppo.schema): a change of the record's shape
+that keeps every run's behaviour trains nothing again."""
+import json
+from pathlib import Path
+
+import pytest
+
+from ppo.config import SCHEMA_VERSION, RunConfig
+from ppo.schema import MIGRATIONS, current_config, current_manifest, recorded_digest
+from ppo.settings import Objective, PPOSettings
+from ppo.study import is_current, load_study
+
+# Written by the code of 9a2f461 (schema 1) for one run of every variant of every study at paper and
+# reduced scale: the config, digest and environment protocol its manifest would hold.
+SCHEMA1 = json.loads((Path(__file__).parent / "fixtures" / "schema1_records.json").read_text())["runs"]
+STUDIES = {(key.split("/")[0], key.split("/")[1]) for key in SCHEMA1}
+
+
+def test_every_version_before_this_one_has_a_migration():
+    assert SCHEMA_VERSION == 2 and set(MIGRATIONS) == set(range(1, SCHEMA_VERSION))
+
+
+@pytest.mark.parametrize("study, scale", sorted(STUDIES))
+def test_schema_1_records_of_every_study_are_current(study, scale):
+    planned = {f"{study}/{scale}/{run.run_id}": run for run in load_study(study, scale).runs()}
+    records = {key: record for key, record in SCHEMA1.items() if key.startswith(f"{study}/{scale}/")}
+    assert records
+    for key, record in records.items():
+        run = planned[key]
+        assert recorded_digest(record) == run.config_digest, key
+        if record["config"]["algorithm"] == "ppo":  # its shape changed: the migration did the work
+            assert record["config_digest"] != run.config_digest
+        assert current_config(record["config"], 1) == json.loads(json.dumps(run.variant.config.to_dict())), key
+
+
+def test_schema_1_to_2_by_hand():
+    v1 = {"algorithm": "ppo", "total_steps": 1000, "horizon": 64, "epochs": 3, "objective": {"clip_epsilon": 0.1},
+          "vf_clip": 0.2}
+    assert current_config(v1, 1) == {
+        "algorithm": "ppo", "total_steps": 1000, "horizon": 64, "network": "mlp", "env_protocol": None,
+        "ppo": {"epochs": 3, "objective": {"clip_epsilon": 0.1}, "vf_clip": 0.2, "clip_schedule": "constant",
+                "target_kl": None, "reward_norm": False, "reward_clip": 10.0, "adv_recompute": False}}
+    trpo = {"algorithm": "trpo", "total_steps": 1000, "network": "mlp", "trpo": {"max_kl": 0.01}}
+    assert current_config(trpo, 1) == {**trpo, "env_protocol": None}  # no ppo section for another algorithm
+    assert v1["epochs"] == 3 and "ppo" not in v1  # the record read is not changed
+
+
+def test_a_record_of_this_schema_is_its_own_digest_and_an_unknown_schema_is_refused():
+    cfg = RunConfig(ppo=PPOSettings(objective=Objective(clip_epsilon=0.3)))
+    manifest = {"config_schema": SCHEMA_VERSION, "config": cfg.to_dict(), "config_digest": "0123456789abcdef"}
+    assert recorded_digest(manifest) == "0123456789abcdef" and current_manifest(manifest) is manifest
+    for version in (0, SCHEMA_VERSION + 1, "2", None):
+        with pytest.raises(ValueError, match="config_schema"):
+            recorded_digest({**manifest, "config_schema": version})
+
+
+def test_a_run_of_another_run_or_of_a_future_schema_is_not_finished(tmp_path):
+    study = load_study("classic", "smoke")
+    run = study.runs()[0]
+    folder = tmp_path / study.name / study.scale / "runs" / run.run_id
+    folder.mkdir(parents=True)
+    for name in study.run_files:
+        (folder / name).write_text("x")
+    manifest = {"config_schema": 1, "config": {}, "config_digest": run.config_digest}
+    v1 = next(r for k, r in SCHEMA1.items() if k.startswith("classic/reduced/") and "/clip_0.2/" in k)
+    (folder / "manifest.json").write_text(json.dumps({**v1, "config_schema": 1}))
+    assert not is_current(tmp_path, study, run)  # a reduced-scale record is not the smoke run
+    (folder / "manifest.json").write_text(json.dumps({**manifest, "config_schema": 99}))
+    assert not is_current(tmp_path, study, run)
