@@ -62,7 +62,6 @@ for _key, _value in {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_N
     os.environ[_key] = _value
 
 import argparse  # noqa: E402
-import copy  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import sys  # noqa: E402
@@ -77,7 +76,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ppo.rlhf.config import RLHFConfig, load_variant  # noqa: E402
-from ppo.rlhf.language import BOS, EOS, FIRST_WORD, Language, response_mask  # noqa: E402
+from ppo.rlhf.language import BOS, EOS, FIRST_WORD, Language  # noqa: E402
 from ppo.rlhf.model import Transformer  # noqa: E402
 from ppo.rlhf.pretrain import score  # noqa: E402
 from ppo.rlhf.train import Models, build_models, train  # noqa: E402

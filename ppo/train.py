@@ -63,7 +63,7 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
         if s.task != task or s.config.structural_key() != cfg.structural_key():
             raise ValueError(f"run {s.run_id} cannot share a group with {specs[0].run_id}: "
                              "task, algorithm or a setting that is not per-run differ")
-    G, E = len(specs), cfg.num_envs
+    G = len(specs)
 
     # ---- set-up: per-run seeds and environments; the algorithm builds its networks from the context
     code = records.git_state()  # at the start: the code that ran, even if the tree changes during training

@@ -87,7 +87,7 @@ def test_learner_trains_on_clipped_rewards_and_lives(monkeypatch):
 
 def test_without_clipping_or_life_signal_the_learner_sees_the_raw_game(monkeypatch):
     _, rec, seen = rollout_seen_by_learner(monkeypatch, "machado2018", reward_clip=False)
-    raw, lost, ends = np.array(rec.raw), np.array(rec.lives_lost), np.array(rec.ends)
+    raw, ends = np.array(rec.raw), np.array(rec.ends)
     np.testing.assert_array_equal(seen["rewards"], raw)
     assert np.array_equal(seen["episode_end"].astype(bool), ends)  # only the game's own ends
 
