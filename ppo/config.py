@@ -223,6 +223,8 @@ def _describe(error: dict, errors: list[dict], data: dict) -> str:
         if path[:-1]:
             return f"unknown field(s) {'.'.join(path[:-1])}.{unknown}; known: {known}"
         return f"unknown field(s) {unknown}; known fields: {known}"
+    if kind == "invalid_key":
+        return f"field names in {'.'.join(map(str, loc[:-1]))} must be text, got {show(error['input'])}"
     if kind == "value_error":  # a record's __post_init__: a rule joining its fields
         text, leaf = str(error["ctx"]["error"]), (path[-1] if path else "")
         # a record names its own field ("reward_clip ... has no effect") or itself with it ("objective.kl_target")
@@ -251,9 +253,11 @@ def build_config(data: dict[str, Any], source: str) -> RunConfig:
     """Build a RunConfig from a plain mapping, naming ``source`` and the field in every error."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping of run settings, got {type(data).__name__}")
-    null = [name for name in ALGORITHM_SETTINGS if name in data and data[name] is None]
-    if null:  # RunConfig takes None for "not given", a file must give a mapping or nothing
-        raise ConfigError(f"{source}: field {null[0]} must be a mapping, got None")
+    for name, value in data.items():
+        if not isinstance(name, str):  # a keyword argument below
+            raise ConfigError(f"{source}: field names must be text, got {show(name)}")
+        if name in ALGORITHM_SETTINGS and value is None:  # RunConfig's "not given"; a file gives a mapping or nothing
+            raise ConfigError(f"{source}: field {name} must be a mapping, got None")
     try:
         config = RunConfig(**data)
     except ValidationError as err:
