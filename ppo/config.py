@@ -205,7 +205,7 @@ def is_setting(name: str) -> bool:
 
 # What a field must be, by pydantic's error type; a validator of ours says it itself (within: "must lie in").
 _MUST = {"int_type": "be an integer", "float_type": "be a finite number", "finite_number": "be a finite number",
-         "bool_type": "be true or false", "string_type": "be a string", "tuple_type": "be a list",
+         "bool_type": "be true or false", "string_type": "be a string",
          "dataclass_type": "be a mapping", "greater_than": "be > {gt:g}", "greater_than_equal": "be >= {ge:g}",
          "too_short": "have {min_length} or more entries", "too_long": "have {max_length} or fewer entries"}
 

@@ -29,6 +29,16 @@ def _bounds(value: tuple) -> tuple:
     return value
 
 
+def listing(what: str) -> BeforeValidator:
+    """A list of ``what`` (the error says so), read as a tuple: YAML has lists, records have tuples; a set
+    (!!set) or a string is not a list."""
+    def check(value):
+        if not isinstance(value, (list, tuple)):
+            raise PydanticCustomError("list", f"must be a list of {what}")
+        return tuple(value)
+    return BeforeValidator(check)
+
+
 def _keep_int(value, check):
     """An int stays an int once checked as a number: 10, not 10.0, so a record and its digest keep what was
     written."""
@@ -42,8 +52,6 @@ Num = Annotated[float, Strict(), AllowInfNan(False), WrapValidator(_keep_int)]  
 Int = Annotated[int, BeforeValidator(lambda v: int(v) if isinstance(v, float) and v.is_integer() else v), Strict()]
 Bool = Annotated[bool, Strict()]
 Str = Annotated[str, Strict()]
-# YAML has lists, records have tuples; a set (!!set) or a string is not a list.
-List = BeforeValidator(lambda v: tuple(v) if isinstance(v, list) else v)
 Pos = Annotated[Num, Field(gt=0)]
 Fraction = Annotated[Num, within(0, 1)]
 Coef = Annotated[Num, within(0, 1e3)]
@@ -51,7 +59,7 @@ Schedule = Literal["constant", "linear"]
 Steps = Annotated[Int, within(1, 10**10)]
 Epochs = Annotated[Int, within(1, 1000)]
 Batch = Annotated[Int, within(1, 2**20)]
-Layers = Annotated[tuple[Annotated[int, Strict(), within(1, 4096)], ...], List, Strict(),
+Layers = Annotated[tuple[Annotated[int, Strict(), within(1, 4096)], ...], listing("1 to 16 integers in [1, 4096]"),
                    Field(min_length=1, max_length=16)]
 RECORD = ConfigDict(extra="forbid")  # an unknown field is refused, with the known ones
 
@@ -188,7 +196,7 @@ class VPGSettings:
     kl_band: Annotated[Num, Field(gt=1)] = 2.0
     lr_factor: Annotated[Num, Field(gt=1)] = 1.5  # multiply/divide the step size by this
     # keep the step size in [min, max]
-    lr_bounds: Annotated[tuple[Num, ...], List, Strict(), AfterValidator(_bounds)] = (1e-6, 1e-1)
+    lr_bounds: Annotated[tuple[Num, ...], listing("two numbers"), AfterValidator(_bounds)] = (1e-6, 1e-1)
     adam_eps: Pos = 1e-8  # the policy's Adam
     vf_learning_rate: Pos = 1e-3
     vf_epochs: Epochs = 10
