@@ -1,16 +1,21 @@
 """The run config (:class:`RunConfig`) and its validation from plain data (:func:`build_config`): every
-error names the source and the field. The settings records are in ppo/settings.py, the files they are
-read from (presets, variants) in ppo/experiments.py."""
+error names the source and the field, in one line. The settings records and the types their fields accept
+are in ppo/settings.py, the files they are read from (presets, variants) in ppo/experiments.py."""
 from __future__ import annotations
 
 import dataclasses
 import math
 import re
 import reprlib
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import field
+from typing import Annotated, Any, Literal, get_args
 
-from .settings import A2CSettings, ACERSettings, CEMSettings, Objective, PPOSettings, TRPOSettings, VPGSettings
+from pydantic import AfterValidator, Field, ValidationError
+from pydantic.dataclasses import dataclass
+from pydantic_core import PydanticCustomError
+
+from .settings import (RECORD, A2CSettings, ACERSettings, Bool, CEMSettings, Fraction, Int, Layers, Num, Objective,
+                       PPOSettings, Str, TRPOSettings, VPGSettings, within)
 
 
 class ConfigError(ValueError):
@@ -47,7 +52,8 @@ def check_name(name, what: str, source: str) -> str:
 ALGORITHM_SETTINGS = {"ppo": PPOSettings, "a2c": A2CSettings, "acer": ACERSettings, "trpo": TRPOSettings,
                       "vpg": VPGSettings, "cem": CEMSettings}
 ALGORITHMS = tuple(ALGORITHM_SETTINGS)  # those with a section here; ppo.algorithms.specs() has all
-NETWORKS = ("mlp", "cnn_mnih2016", "cnn_nature")
+Network = Literal["mlp", "cnn_mnih2016", "cnn_nature"]
+NETWORKS = get_args(Network)
 # The shape of a run's record (RunConfig.to_dict). A change to it that keeps every run's behaviour gets a
 # new number and a migration (ppo.schema), so that records written before it stay current.
 SCHEMA_VERSION = 2
@@ -64,31 +70,42 @@ def setting(default=dataclasses.MISSING, *, read_by: str | None = None, network:
     return field(default=default, metadata=meta)
 
 
-@dataclass(frozen=True)
+def _registered(name: str) -> str:
+    from .algorithms import specs  # not at import: the algorithms' modules import this one
+    if name not in specs():
+        raise PydanticCustomError("choice", f"must be one of {tuple(specs())}")
+    return name
+
+
+@dataclass(frozen=True, config=RECORD)
 class RunConfig:
     """Everything that defines a run except its task and seed: the settings every algorithm reads (budget,
     rollout, network, observation handling) and one section per algorithm (``ppo``, ``a2c``, ...), of which
     only the run's algorithm's is set. Each field declares which algorithm and network read it
     (:func:`setting`), and a run's record and digest (:meth:`to_dict`) hold exactly those."""
 
-    algorithm: str = "ppo"  # "ppo" | "a2c" | "acer" | "trpo" | "vpg" | "cem"
-    total_steps: int = 1_000_000  # environment steps per run
-    num_envs: int = 1  # actors per run
-    horizon: int = 2048  # T: steps per actor per update
-    gamma: float = 0.99
-    gae_lambda: float = 0.95
-    hidden_sizes: tuple[int, ...] = setting((64, 64), network="mlp")
-    init: str = setting("normc", network="mlp")  # "normc" (baselines ppo1) | "orthogonal" (baselines ppo2, CleanRL)
-    log_std_init: float = setting(0.0, network="mlp")
-    obs_norm: bool = setting(True, network="mlp")  # running mean/std of observations, updated once per batch
-    obs_clip: float = setting(5.0, network="mlp")  # clip normalized observations to ±obs_clip
-    adv_norm: str = "batch"  # "batch" | "minibatch" | "none"
-    time_limit: str = "terminal"  # "terminal" (ppo1) | "bootstrap" (r += γ·V(s_final) on truncation)
-    action_clip: bool = setting(True, network="mlp")  # clip sampled actions to the action space before env.step
+    algorithm: Annotated[Str, AfterValidator(_registered)] = "ppo"  # ppo.algorithms.specs(): "ppo", "a2c", ...
+    total_steps: Annotated[Int, within(1, 10**10)] = 1_000_000  # environment steps per run
+    num_envs: Annotated[Int, within(1, 1024)] = 1  # actors per run
+    horizon: Annotated[Int, within(1, 100_000)] = 2048  # T: steps per actor per update
+    gamma: Fraction = 0.99
+    gae_lambda: Fraction = 0.95
+    hidden_sizes: Layers = setting((64, 64), network="mlp")
+    # "normc" (baselines ppo1) | "orthogonal" (baselines ppo2, CleanRL)
+    init: Literal["normc", "orthogonal"] = setting("normc", network="mlp")
+    log_std_init: Annotated[Num, within(-20, 20)] = setting(0.0, network="mlp")
+    obs_norm: Bool = setting(True, network="mlp")  # running mean/std of observations, updated once per batch
+    # clip normalized observations to ±obs_clip
+    obs_clip: Annotated[Num, within(0, 1e6), Field(gt=0)] = setting(5.0, network="mlp")
+    adv_norm: Literal["batch", "minibatch", "none"] = "batch"
+    # "terminal" (ppo1) | "bootstrap" (r += γ·V(s_final) on truncation)
+    time_limit: Literal["terminal", "bootstrap"] = "terminal"
+    action_clip: Bool = setting(True, network="mlp")  # clip sampled actions to the action space before env.step
     # Atari (image observations): a shared convolutional torso with policy and value heads, and the
     # environment protocol named in experiments/protocols/.
-    network: str = "mlp"  # "mlp" (separate policy and value MLPs) | "cnn_mnih2016" | "cnn_nature"
-    env_protocol: str | None = None  # Atari tasks only: experiments/protocols/<name>.yaml
+    network: Network = "mlp"  # "mlp": separate policy and value MLPs
+    env_protocol: Str | None = None  # Atari tasks only: experiments/protocols/<name>.yaml
+    # None: not given (build_config refuses an explicit null); the run's algorithm's is filled in below
     ppo: PPOSettings | None = setting(None, read_by="ppo")
     a2c: A2CSettings | None = setting(None, read_by="a2c")
     acer: ACERSettings | None = setting(None, read_by="acer")
@@ -104,27 +121,9 @@ class RunConfig:
                 object.__setattr__(self, name, cls())  # the section's defaults
             elif name != self.algorithm and getattr(self, name) is not None:
                 raise ValueError(f"section {name} is for algorithm {name}; this config's algorithm is {self.algorithm}")
-        for name in ("total_steps", "num_envs", "horizon"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        for name in ("gamma", "gae_lambda"):
-            if not 0 <= getattr(self, name) <= 1:
-                raise ValueError(f"{name} must lie in [0, 1], got {getattr(self, name)}")
-        if not self.obs_clip > 0:
-            raise ValueError(f"obs_clip must be > 0, got {self.obs_clip}")
-        choices = {
-            "init": ("normc", "orthogonal"),
-            "adv_norm": ("batch", "minibatch", "none"),
-            "time_limit": ("terminal", "bootstrap"),
-            "network": NETWORKS,
-        }
-        for name, allowed in choices.items():
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
         if (self.network == "mlp") != (self.env_protocol is None):
-            raise ValueError("env_protocol is required with a convolutional network (Atari) and refused with "
-                             f"network 'mlp' (MuJoCo); got network {self.network!r}, env_protocol {self.env_protocol!r}")
+            raise ValueError("env_protocol is required with a convolutional network (Atari) and refused with network "
+                             f"'mlp' (MuJoCo); got network {self.network!r}, env_protocol {show(self.env_protocol)}")
         if self.network not in spec.networks:
             takers = [name for name, other in specs().items() if self.network in other.networks]
             raise ValueError(f"algorithm {self.algorithm} is implemented with network(s) {list(spec.networks)}, not "
@@ -176,12 +175,6 @@ class RunConfig:
         return out
 
 
-
-
-def _field_types(cls) -> dict[str, dataclasses.Field]:
-    return {f.name: f for f in dataclasses.fields(cls)}
-
-
 def is_number(value) -> bool:
     """An int or a finite float: NaN and infinities are refused wherever a number is read."""
     if isinstance(value, bool):
@@ -189,116 +182,87 @@ def is_number(value) -> bool:
     return isinstance(value, int) or isinstance(value, float) and math.isfinite(value)
 
 
-_TYPE_CHECKS = {  # annotation -> (test, what the error says)
-    "int": (lambda v: is_number(v) and (isinstance(v, int) or v.is_integer()), "an integer"),
-    "float": (is_number, "a finite number"),
-    "float | None": (lambda v: v is None or is_number(v), "a finite number or null"),
-    "bool": (lambda v: isinstance(v, bool), "true or false"),
-    "str": (lambda v: isinstance(v, str), "a string"),
-    "str | None": (lambda v: v is None or isinstance(v, str), "a string or null"),
-    "tuple[int, ...]": (lambda v: isinstance(v, (list, tuple)) and 0 < len(v) <= 16
-                        and all(isinstance(x, int) and not isinstance(x, bool) and 0 < x <= 4096 for x in v),
-                        "a list of 1 to 16 integers in [1, 4096]"),
-    "tuple[float, ...]": (lambda v: isinstance(v, (list, tuple)) and len(v) <= 16 and all(is_number(x) for x in v),
-                          "a list of at most 16 finite numbers"),
-}
-# Ranges of numeric fields, by field name in whichever section: sizes that would exhaust memory or never
-# finish, and coefficients whose sign the algorithms assume. The dataclasses check the finer rules.
-_RANGES = {
-    "total_steps": (1, 10**10), "num_envs": (1, 1024), "horizon": (1, 100_000), "epochs": (1, 1000),
-    "minibatch_size": (1, 2**20), "cg_iters": (1, 1000), "line_search_steps": (1, 100), "vf_epochs": (1, 1000),
-    "vf_minibatch_size": (1, 2**20), "fvp_subsample": (1, 2**20), "buffer_size": (1, 10**6),
-    "replay_start": (0, 10**6), "lr_decay_steps": (1, 10**10), "extra_noise_decay_generations": (1, 10**9),
-    "episodes_per_candidate": (1, 1000), "ent_coef": (0, 1e3), "vf_coef": (0, 1e3), "q_coef": (0, 1e3),
-    "log_std_init": (-20, 20), "cg_damping": (0, 1e6), "max_kl": (0, 1e3), "obs_clip": (0, 1e6),
-    "replay_ratio": (0, 100), "truncation_c": (0, 1e6), "init_std": (0, 1e6), "vf_clip": (0, 1e6),
-    "target_kl": (0, 1e3), "reward_clip": (0, 1e6),
-}
 MAX_BATCH = 2**20  # num_envs * horizon: the steps one update holds in memory (CEM's 200 x 2048 = 409,600)
+# The records within a record: each algorithm's section, PPO's objective.
+_SECTIONS = {RunConfig: ALGORITHM_SETTINGS, PPOSettings: {"objective": Objective}}
 
 
-def _check_types(values: dict, cls, source: str, prefix: str = "") -> None:
-    """Refuse a value of the wrong type (a quoted number, a string for a list...) naming the field."""
-    fields = _field_types(cls)
-    for name, value in values.items():
-        check = _TYPE_CHECKS.get(str(fields[name].type))
-        if check and not check[0](value):
-            raise ConfigError(f"{source}: field {prefix}{name} must be {check[1]}, got {show(value)}")
-        low, high = _RANGES.get(name, (-math.inf, math.inf))
-        if is_number(value) and not low <= value <= high:
-            raise ConfigError(f"{source}: field {prefix}{name} must lie in [{low:g}, {high:g}], got {show(value)}")
-
-
-# Sections within a section: PPO's objective.
-_NESTED = {PPOSettings: {"objective": Objective}}
-
-
-def _build_section(values, cls, source: str, path: str):
-    """A settings record from its mapping ``values`` at ``path`` (``ppo``, ``ppo.objective``), naming
-    ``source`` and the field in every error."""
-    if not isinstance(values, dict):
-        raise ConfigError(f"{source}: field '{path}' must be a mapping")
-    known_fields = _field_types(cls)
-    bad = sorted(set(values) - set(known_fields))
-    if bad:
-        raise ConfigError(f"{source}: unknown field(s) {path}.{bad}; known: {sorted(known_fields)}")
-    nested = _NESTED.get(cls, {})
-    _check_types({k: v for k, v in values.items() if k not in nested}, cls, source, f"{path}.")
-    section = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
-    for key, value in section.items():
-        if key in nested:
-            section[key] = _build_section(value, nested[key], source, f"{path}.{key}")
-        elif str(known_fields[key].type) == "int" and isinstance(value, float):
-            section[key] = int(value)  # YAML reads 1e6 as a float; _check_types refused 1.5
-    try:
-        return cls(**section)
-    except (TypeError, ValueError) as err:
-        text, (parent, _, leaf) = str(err), path.rpartition(".")
-        # a record names its own field ("must be > 0") or itself with it ("objective.kl_target needs ...")
-        text = (f"{parent}.{text}" if parent else text) if text.startswith(f"{leaf}.") else f"{path}.{text}"
-        raise ConfigError(f"{source}: {text}") from None
+def _record(path) -> type | None:
+    """The record at ``path`` (() for RunConfig, ("ppo", "objective") for Objective), None if none is."""
+    cls = RunConfig
+    for name in path:
+        cls = _SECTIONS.get(cls, {}).get(name)
+    return cls
 
 
 def is_setting(name: str) -> bool:
     """Whether ``name`` (``horizon``, ``ppo.epochs``, ``ppo.objective``, ``trpo.max_kl``) is a field of the run
     config or of one of its sections."""
-    cls = RunConfig
-    for part in name.split("."):
-        fields = _field_types(cls) if cls is not None else {}
-        if part not in fields:
-            return False
-        cls = ALGORITHM_SETTINGS.get(part) if cls is RunConfig else _NESTED.get(cls, {}).get(part)
-    return True
+    *path, leaf = name.split(".")
+    cls = _record(path)
+    return cls is not None and leaf in cls.__pydantic_fields__
+
+
+# What a field must be, by pydantic's error type; a validator of ours says it itself (within: "must lie in").
+_MUST = {"int_type": "be an integer", "float_type": "be a finite number", "finite_number": "be a finite number",
+         "bool_type": "be true or false", "string_type": "be a string",
+         "dataclass_type": "be a mapping", "greater_than": "be > {gt:g}", "greater_than_equal": "be >= {ge:g}",
+         "too_short": "have {min_length} or more entries", "too_long": "have {max_length} or fewer entries"}
+
+
+def _describe(error: dict, errors: list[dict], data: dict) -> str:
+    """A pydantic error as this project writes one: the dotted field, what it must be, the value shown short."""
+    loc, kind = error["loc"], error["type"]
+    path = tuple(p for p in loc if isinstance(p, str))
+    if kind == "unexpected_keyword_argument":  # every unknown field of that record, and the known ones
+        unknown = sorted(e["loc"][-1] for e in errors if e["type"] == kind and e["loc"][:-1] == loc[:-1])
+        known = sorted(_record(path[:-1]).__pydantic_fields__)
+        moved = [name for name in unknown if not path[:-1] and name in PPOSettings.__pydantic_fields__]
+        if moved:  # written for config schema 1, where PPO's settings were at top level
+            return f"field(s) {moved} are PPO's settings: they belong in section 'ppo' (ppo: {{{moved[0]}: ...}})"
+        if path[:-1]:
+            return f"unknown field(s) {'.'.join(path[:-1])}.{unknown}; known: {known}"
+        return f"unknown field(s) {unknown}; known fields: {known}"
+    if kind == "invalid_key":
+        return f"field names in {'.'.join(map(str, loc[:-1]))} must be text, got {show(error['input'])}"
+    if kind == "value_error":  # a record's __post_init__: a rule joining its fields
+        text, leaf = str(error["ctx"]["error"]), (path[-1] if path else "")
+        # a record names its own field ("reward_clip ... has no effect") or itself with it ("objective.kl_target")
+        return ".".join((*path[:-1], text) if text.startswith(f"{leaf}.") else (*path, text))
+    annotation = _record(path[:-1]).__pydantic_fields__[path[-1]].annotation
+    if kind == "literal_error":
+        must = f"must be one of {get_args(annotation)}"
+    elif kind in _MUST:
+        must = "must " + _MUST[kind].format(**error.get("ctx", {}))
+        # null is a value of the field (a section's null means "not given", refused in a file: build_config)
+        must += " or null" if type(None) in get_args(annotation) and kind != "dataclass_type" else ""
+    else:  # a validator of ours (within, _registered, _bounds), or pydantic's own words
+        must = error["msg"]
+    entry = "".join(f"[{p}]" for p in loc if isinstance(p, int))  # an entry of a list: the list too
+    whole = f" in {show(_at(data, path))}" if entry else ""
+    return f"field {'.'.join(path)}{entry} {must}, got {show(error['input'])}{whole}"
+
+
+def _at(data, path):
+    for name in path:
+        data = data[name]
+    return data
 
 
 def build_config(data: dict[str, Any], source: str) -> RunConfig:
     """Build a RunConfig from a plain mapping, naming ``source`` and the field in every error."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping of run settings, got {type(data).__name__}")
-    known = _field_types(RunConfig)
-    unknown = sorted(set(data) - set(known))
-    moved = [name for name in unknown if name in _field_types(PPOSettings)]
-    if moved:  # written for config schema 1, where PPO's settings were at top level
-        raise ConfigError(f"{source}: field(s) {moved} are PPO's settings: they belong in section 'ppo' "
-                          f"(ppo: {{{moved[0]}: ...}})")
-    if unknown:
-        raise ConfigError(f"{source}: unknown field(s) {unknown}; known fields: {sorted(known)}")
-    _check_types({k: v for k, v in data.items() if k not in ALGORITHM_SETTINGS}, RunConfig, source)
-    kwargs = dict(data)
-    for name, cls in ALGORITHM_SETTINGS.items():
-        if name in kwargs:
-            kwargs[name] = _build_section(kwargs[name], cls, source, name)
-    if "hidden_sizes" in kwargs:
-        kwargs["hidden_sizes"] = tuple(kwargs["hidden_sizes"])
-    for name in ("total_steps", "num_envs", "horizon"):
-        # YAML reads 1e6 as a float; accept integral floats, refuse 1.5 or "abc".
-        value = kwargs.get(name)
-        if isinstance(value, float) and value.is_integer():
-            kwargs[name] = int(value)
+    for name, value in data.items():
+        if not isinstance(name, str):  # a keyword argument below
+            raise ConfigError(f"{source}: field names must be text, got {show(name)}")
+        if name in ALGORITHM_SETTINGS and value is None:  # RunConfig's "not given"; a file gives a mapping or nothing
+            raise ConfigError(f"{source}: field {name} must be a mapping, got None")
     try:
-        config = RunConfig(**kwargs)
-    except (TypeError, ValueError) as err:
-        raise ConfigError(f"{source}: {err}") from None
+        config = RunConfig(**data)
+    except ValidationError as err:
+        errors = sorted(err.errors(), key=lambda e: e["type"] != "unexpected_keyword_argument")  # unknown first
+        raise ConfigError(f"{source}: {_describe(errors[0], errors, data)}") from None
     if config.num_envs * config.horizon > MAX_BATCH:
         raise ConfigError(f"{source}: field horizon: num_envs * horizon = {config.num_envs * config.horizon:,} steps "
                           f"per update exceeds the limit of {MAX_BATCH:,}")

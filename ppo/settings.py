@@ -1,71 +1,111 @@
 """The settings records of a run config: the PPO surrogate (:class:`Objective`, every Table 1 setting is a
-value of it) and each baseline's section (``trpo: {max_kl: 0.01}``), each checking its own rules. Which
-algorithm reads which record is declared by the algorithm (ppo/algorithms/<name>.py SPEC.settings)."""
+value of it) and each baseline's section (``trpo: {max_kl: 0.01}``). Each record is a frozen pydantic
+dataclass: a field's annotation says what it accepts (the types below), checked on construction, and
+``__post_init__`` checks the rules that join fields. Which algorithm reads which record is declared by the
+algorithm (ppo/algorithms/<name>.py SPEC.settings)."""
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
+from dataclasses import field
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, AllowInfNan, BeforeValidator, ConfigDict, Field, Strict, WrapValidator
+from pydantic.dataclasses import dataclass
+from pydantic_core import PydanticCustomError
 
 
-@dataclass(frozen=True)
+def within(low: float, high: float) -> AfterValidator:
+    """Bounds of a size that would exhaust memory or never finish, or of a coefficient whose sign the
+    algorithms assume."""
+    def check(value):
+        if not low <= value <= high:
+            raise PydanticCustomError("range", f"must lie in [{low:g}, {high:g}]")
+        return value
+    return AfterValidator(check)
+
+
+def _bounds(value: tuple) -> tuple:
+    if len(value) != 2 or not 0 < value[0] < value[1]:
+        raise PydanticCustomError("bounds", "must be [min, max] with 0 < min < max")
+    return value
+
+
+def listing(what: str) -> BeforeValidator:
+    """A list of ``what`` (the error says so), read as a tuple: YAML has lists, records have tuples; a set
+    (!!set) or a string is not a list."""
+    def check(value):
+        if not isinstance(value, (list, tuple)):
+            raise PydanticCustomError("list", f"must be a list of {what}")
+        return tuple(value)
+    return BeforeValidator(check)
+
+
+def _keep_int(value, check):
+    """An int stays an int once checked as a number: 10, not 10.0, so a record and its digest keep what was
+    written."""
+    checked = check(value)
+    return value if type(value) is int else checked
+
+
+# Strict types: no text read as a number or a bool, no bool as a number.
+Num = Annotated[float, Strict(), AllowInfNan(False), WrapValidator(_keep_int)]  # finite; 10**400 is not
+# An integer: YAML reads 1e6 as a float, so an integral float is read as that int.
+Int = Annotated[int, BeforeValidator(lambda v: int(v) if isinstance(v, float) and v.is_integer() else v), Strict()]
+Bool = Annotated[bool, Strict()]
+Str = Annotated[str, Strict()]
+Pos = Annotated[Num, Field(gt=0)]
+Fraction = Annotated[Num, within(0, 1)]
+Coef = Annotated[Num, within(0, 1e3)]
+Schedule = Literal["constant", "linear"]
+Steps = Annotated[Int, within(1, 10**10)]
+Epochs = Annotated[Int, within(1, 1000)]
+Batch = Annotated[Int, within(1, 2**20)]
+Layers = Annotated[tuple[Annotated[int, Strict(), within(1, 4096)], ...], listing("1 to 16 integers in [1, 4096]"),
+                   Field(min_length=1, max_length=16)]
+RECORD = ConfigDict(extra="forbid")  # an unknown field is refused, with the known ones
+
+
+@dataclass(frozen=True, config=RECORD)
 class Objective:
     """One point of the surrogate family  min(r·A, clip(r, 1±ε)·A) − β·KL[π_old, π] + c2·H.
 
     Every Table 1 setting is a value of this record, so no setting needs its own code path.
     """
 
-    clip_epsilon: float | None = 0.2  # None = no clipping (ε = ∞)
-    kl_beta: float = 0.0  # initial β; 0 = no KL penalty
-    kl_target: float | None = None  # d_targ of the adaptive-β rule; None = β stays fixed
-    ent_coef: float = 0.0  # c2 of Eq. 9
+    clip_epsilon: Pos | None = 0.2  # None = no clipping (ε = ∞)
+    kl_beta: Annotated[Num, Field(ge=0)] = 0.0  # initial β; 0 = no KL penalty
+    kl_target: Pos | None = None  # d_targ of the adaptive-β rule; None = β stays fixed
+    ent_coef: Coef = 0.0  # c2 of Eq. 9
 
     def __post_init__(self) -> None:
-        if self.clip_epsilon is not None and not self.clip_epsilon > 0:
-            raise ValueError(f"objective.clip_epsilon must be > 0 or null, got {self.clip_epsilon}")
-        if not (self.kl_beta >= 0 and math.isfinite(self.kl_beta)):
-            raise ValueError(f"objective.kl_beta must be a finite number >= 0, got {self.kl_beta}")
-        if self.kl_target is not None and not self.kl_target > 0:
-            raise ValueError(f"objective.kl_target must be > 0 or null, got {self.kl_target}")
         if self.kl_target is not None and self.kl_beta == 0:
             raise ValueError("objective.kl_target needs kl_beta > 0 (β = 0 can never adapt: 0·2 = 0)")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=RECORD)
 class PPOSettings:
     """PPO's section of the run config (ppo/algorithms/ppo.py): Table 3's K, M and Adam step size, the
     surrogate (:class:`Objective`), and the implementation details of later PPO code (baselines ppo2, CleanRL,
     Andrychowicz et al. 2021), off by default as in ppo1 and the paper."""
 
-    epochs: int = 10  # K
-    minibatch_size: int = 64  # M
-    learning_rate: float = 3e-4
-    lr_schedule: str = "constant"  # "constant" | "linear" (anneal to 0 over total_steps)
-    adam_eps: float = 1e-5
+    epochs: Epochs = 10  # K
+    minibatch_size: Batch = 64  # M
+    learning_rate: Pos = 3e-4
+    lr_schedule: Schedule = "constant"  # "linear": anneal to 0 over total_steps
+    adam_eps: Pos = 1e-5
     # c1 of Eq. 9; with separate networks it only rescales the value gradient
-    vf_coef: float = 1.0
-    max_grad_norm: float | None = None  # per-run global gradient-norm clip; None = off
-    clip_schedule: str = "constant"  # "constant" | "linear" (ε·α, α annealed 1 → 0 like the lr: Table 5)
+    vf_coef: Coef = 1.0
+    max_grad_norm: Pos | None = None  # per-run global gradient-norm clip; None = off
+    clip_schedule: Schedule = "constant"  # "linear": ε·α, α annealed 1 → 0 like the lr (Table 5)
     # ε_v: value loss max((V − R)², (V_old + clip(V − V_old, ±ε_v) − R)²); None = plain
-    vf_clip: float | None = None
+    vf_clip: Annotated[Num, within(0, 1e6), Field(gt=0)] | None = None
     # a run's update stops after an epoch whose last minibatch had approx KL above it
-    target_kl: float | None = None
-    reward_norm: bool = False  # learner's rewards divided by a running std of the discounted return, per run
-    reward_clip: float = 10.0  # with reward_norm: scaled rewards clipped to ±reward_clip
-    adv_recompute: bool = False  # GAE again with the current value network before every epoch
+    target_kl: Annotated[Num, within(0, 1e3), Field(gt=0)] | None = None
+    reward_norm: Bool = False  # learner's rewards divided by a running std of the discounted return, per run
+    reward_clip: Annotated[Num, within(0, 1e6), Field(gt=0)] = 10.0  # with reward_norm: scaled rewards clipped to ±it
+    adv_recompute: Bool = False  # GAE again with the current value network before every epoch
     objective: Objective = field(default_factory=Objective)
 
     def __post_init__(self) -> None:
-        for name in ("epochs", "minibatch_size"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if not (self.learning_rate > 0 and math.isfinite(self.learning_rate)):
-            raise ValueError(f"learning_rate must be a finite number > 0, got {self.learning_rate}")
-        _check_positive(self, "adam_eps", "reward_clip")
-        _check_choice(self, lr_schedule=("constant", "linear"), clip_schedule=("constant", "linear"))
-        for name in ("max_grad_norm", "vf_clip", "target_kl"):
-            if getattr(self, name) is not None and not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0 or null, got {getattr(self, name)}")
         if not self.reward_norm and self.reward_clip != 10.0:
             raise ValueError(f"reward_clip {self.reward_clip} has no effect without reward_norm: true (it clips the "
                              "scaled rewards); set reward_norm: true or remove reward_clip")
@@ -75,141 +115,103 @@ class PPOSettings:
 # after it (``trpo: {max_kl: 0.01}``). The values a preset uses, and their sources, live in the preset.
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=RECORD)
 class A2CSettings:
     """Synchronous advantage actor-critic (Mnih et al. 2016), optionally with ACER's trust region
     (Wang et al. 2016, Sec. 3.3). One optimizer step per collected batch (ppo/algorithms/a2c.py)."""
 
-    learning_rate: float = 7e-4
-    lr_schedule: str = "linear"  # "constant" | "linear"
-    lr_decay_steps: int | None = None  # env steps over which "linear" reaches 0 (None: total_steps)
-    optimizer: str = "rmsprop"  # "rmsprop" (torch.optim.RMSprop) | "adam"
-    rmsprop_alpha: float = 0.99  # RMSprop's decay of the squared-gradient average
-    optimizer_eps: float = 1e-5
-    vf_coef: float = 0.5
-    ent_coef: float = 0.01
-    max_grad_norm: float | None = 0.5  # per-run global gradient-norm clip; None = off
-    return_norm: bool = False  # value targets divided by a running std of the λ-returns (Tianshou)
-    trust_region: bool = False  # ACER's efficient trust-region step (Wang et al. 2016, Sec. 3.3)
-    trust_region_delta: float = 1.0  # δ: bound on the linearised KL to the average policy
-    average_policy_decay: float = 0.99  # α: θ_avg ← α θ_avg + (1 − α) θ
-
-    def __post_init__(self) -> None:
-        _check_positive(self, "learning_rate", "optimizer_eps", "vf_coef", "trust_region_delta")
-        _check_choice(self, lr_schedule=("constant", "linear"), optimizer=("rmsprop", "adam"))
-        _check_fraction(self, "rmsprop_alpha", "average_policy_decay")
-        if self.ent_coef < 0:
-            raise ValueError(f"ent_coef must be >= 0, got {self.ent_coef}")
-        if self.max_grad_norm is not None and not self.max_grad_norm > 0:
-            raise ValueError(f"max_grad_norm must be > 0 or null, got {self.max_grad_norm}")
-        steps = self.lr_decay_steps
-        if steps is not None and (not isinstance(steps, int) or isinstance(steps, bool) or steps <= 0):
-            raise ValueError(f"lr_decay_steps must be a positive integer or null, got {steps!r}")
+    learning_rate: Pos = 7e-4
+    lr_schedule: Schedule = "linear"
+    lr_decay_steps: Steps | None = None  # env steps over which "linear" reaches 0 (None: total_steps)
+    optimizer: Literal["rmsprop", "adam"] = "rmsprop"  # torch.optim.RMSprop | Adam
+    rmsprop_alpha: Fraction = 0.99  # RMSprop's decay of the squared-gradient average
+    optimizer_eps: Pos = 1e-5
+    vf_coef: Annotated[Coef, Field(gt=0)] = 0.5
+    ent_coef: Coef = 0.01
+    max_grad_norm: Pos | None = 0.5  # per-run global gradient-norm clip; None = off
+    return_norm: Bool = False  # value targets divided by a running std of the λ-returns (Tianshou)
+    trust_region: Bool = False  # ACER's efficient trust-region step (Wang et al. 2016, Sec. 3.3)
+    trust_region_delta: Pos = 1.0  # δ: bound on the linearised KL to the average policy
+    average_policy_decay: Fraction = 0.99  # α: θ_avg ← α θ_avg + (1 − α) θ
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=RECORD)
 class ACERSettings:
     """Actor-critic with experience replay (Wang et al. 2016) for discrete actions: per iteration one on-policy
     step on the fresh segment, then Poisson(replay_ratio) steps on segments replayed from each run's buffer
     (ppo/algorithms/acer.py). Buffer sizes count agent steps per actor, as baselines acer's Buffer does."""
 
-    learning_rate: float = 7e-4
-    lr_schedule: str = "constant"  # "constant" | "linear"
-    lr_decay_steps: int | None = None  # env steps over which "linear" reaches 0 (None: total_steps)
-    rmsprop_alpha: float = 0.99  # RMSprop's decay of the squared-gradient average
-    optimizer_eps: float = 1e-5
-    q_coef: float = 0.5  # weight of the Q loss ½(Q_ret − Q(s, a))²
-    ent_coef: float = 0.01
-    max_grad_norm: float | None = 10.0  # per-run global gradient-norm clip; None = off
-    buffer_size: int = 50_000  # replay capacity in agent steps per actor (kept as whole horizon-long segments)
-    replay_ratio: float = 4.0  # replay steps per on-policy step: Poisson with this mean; 0 = on-policy only
-    replay_start: int = 10_000  # replay once every actor holds this many steps
-    truncation_c: float = 10.0  # c: importance weights truncated at min(c, ρ), bias correction beyond
-    trust_region: bool = True  # efficient trust region w.r.t. the average policy (Sec. 3.3)
-    trust_region_delta: float = 1.0  # δ: bound on the linearised KL to the average policy
-    average_policy_decay: float = 0.99  # α: θ_avg ← α θ_avg + (1 − α) θ after every step
+    learning_rate: Pos = 7e-4
+    lr_schedule: Schedule = "constant"
+    lr_decay_steps: Steps | None = None  # env steps over which "linear" reaches 0 (None: total_steps)
+    rmsprop_alpha: Fraction = 0.99  # RMSprop's decay of the squared-gradient average
+    optimizer_eps: Pos = 1e-5
+    q_coef: Coef = 0.5  # weight of the Q loss ½(Q_ret − Q(s, a))²
+    ent_coef: Coef = 0.01
+    max_grad_norm: Pos | None = 10.0  # per-run global gradient-norm clip; None = off
+    # replay capacity in agent steps per actor (kept as whole horizon-long segments)
+    buffer_size: Annotated[Int, within(1, 10**6)] = 50_000
+    # replay steps per on-policy step: Poisson with this mean; 0 = on-policy only
+    replay_ratio: Annotated[Num, within(0, 100)] = 4.0
+    replay_start: Annotated[Int, within(0, 10**6)] = 10_000  # replay once every actor holds this many steps
+    # c: importance weights truncated at min(c, ρ), bias correction beyond
+    truncation_c: Annotated[Num, within(0, 1e6), Field(gt=0)] = 10.0
+    trust_region: Bool = True  # efficient trust region w.r.t. the average policy (Sec. 3.3)
+    trust_region_delta: Pos = 1.0  # δ: bound on the linearised KL to the average policy
+    average_policy_decay: Fraction = 0.99  # α: θ_avg ← α θ_avg + (1 − α) θ after every step
 
     def __post_init__(self) -> None:
-        _check_positive(self, "learning_rate", "optimizer_eps", "buffer_size", "truncation_c", "trust_region_delta")
-        _check_choice(self, lr_schedule=("constant", "linear"))
-        _check_fraction(self, "rmsprop_alpha", "average_policy_decay")
-        for name in ("q_coef", "ent_coef", "replay_ratio", "replay_start"):
-            value = getattr(self, name)
-            if not (value >= 0 and math.isfinite(value)):
-                raise ValueError(f"{name} must be a finite number >= 0, got {value}")
-        for name in ("buffer_size", "replay_start"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise ValueError(f"{name} must be an integer, got {value!r}")
         if self.replay_start > self.buffer_size:
             raise ValueError(f"replay_start {self.replay_start} exceeds buffer_size {self.buffer_size}: replay "
                              "would never start")
-        if self.max_grad_norm is not None and not self.max_grad_norm > 0:
-            raise ValueError(f"max_grad_norm must be > 0 or null, got {self.max_grad_norm}")
-        steps = self.lr_decay_steps
-        if steps is not None and (not isinstance(steps, int) or isinstance(steps, bool) or steps <= 0):
-            raise ValueError(f"lr_decay_steps must be a positive integer or null, got {steps!r}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=RECORD)
 class TRPOSettings:
     """Trust region policy optimization (Schulman et al. 2015), value function fitted separately."""
 
-    max_kl: float = 0.01  # δ of the KL constraint
-    cg_iters: int = 10
-    cg_damping: float = 0.1  # Fisher-vector products use F + damping·I
-    cg_residual_tol: float = 1e-10  # a run's conjugate gradient stops once its |r|² falls below this
-    fvp_subsample: int = 5  # Fisher-vector products on every k-th sample of the batch (1 = all)
-    line_search_steps: int = 10  # backtracking halvings of the natural step
-    line_search_kl_factor: float = 1.5  # accept a step only if its mean KL <= factor · max_kl
-    line_search_accept: float = 0.0  # required fraction of the linearly expected improvement (0: any >= 0)
-    vf_learning_rate: float = 1e-3
-    vf_epochs: int = 5
-    vf_minibatch_size: int = 64
-    vf_adam_eps: float = 1e-8
-    ent_coef: float = 0.0
-
-    def __post_init__(self) -> None:
-        _check_positive(self, "max_kl", "cg_iters", "cg_residual_tol", "fvp_subsample", "line_search_steps",
-                        "line_search_kl_factor", "vf_learning_rate", "vf_epochs", "vf_minibatch_size",
-                        "vf_adam_eps")
-        _check_fraction(self, "line_search_accept")
-        if self.cg_damping < 0:
-            raise ValueError(f"cg_damping must be >= 0, got {self.cg_damping}")
+    max_kl: Annotated[Coef, Field(gt=0)] = 0.01  # δ of the KL constraint
+    cg_iters: Annotated[Int, within(1, 1000)] = 10
+    cg_damping: Annotated[Num, within(0, 1e6)] = 0.1  # Fisher-vector products use F + damping·I
+    cg_residual_tol: Pos = 1e-10  # a run's conjugate gradient stops once its |r|² falls below this
+    # Fisher-vector products on every k-th sample of the batch (1 = all)
+    fvp_subsample: Annotated[Int, within(1, 2**20)] = 5
+    line_search_steps: Annotated[Int, within(1, 100)] = 10  # backtracking halvings of the natural step
+    line_search_kl_factor: Pos = 1.5  # accept a step only if its mean KL <= factor · max_kl
+    line_search_accept: Fraction = 0.0  # required fraction of the linearly expected improvement (0: any >= 0)
+    vf_learning_rate: Pos = 1e-3
+    vf_epochs: Epochs = 5
+    vf_minibatch_size: Batch = 64
+    vf_adam_eps: Pos = 1e-8
+    ent_coef: Coef = 0.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=RECORD)
 class VPGSettings:
     """Vanilla policy gradient; Adam step size adapted from the KL of each update (PPO paper Fig. 3)."""
 
-    learning_rate: float = 1e-3  # initial Adam step size of the policy
-    kl_target: float | None = 2e-3  # adapt the step size towards this KL; None = fixed step size
-    kl_band: float = 2.0  # KL > target·band: step size / lr_factor; KL < target/band: step size · lr_factor
-    lr_factor: float = 1.5  # multiply/divide the step size by this
-    lr_bounds: tuple[float, ...] = (1e-6, 1e-1)  # keep the step size in [min, max]
-    adam_eps: float = 1e-8  # the policy's Adam
-    vf_learning_rate: float = 1e-3
-    vf_epochs: int = 10
-    vf_minibatch_size: int = 64
-    vf_adam_eps: float = 1e-8
-    ent_coef: float = 0.0
+    learning_rate: Pos = 1e-3  # initial Adam step size of the policy
+    kl_target: Pos | None = 2e-3  # adapt the step size towards this KL; None = fixed step size
+    # KL > target·band: step size / lr_factor; KL < target/band: step size · lr_factor
+    kl_band: Annotated[Num, Field(gt=1)] = 2.0
+    lr_factor: Annotated[Num, Field(gt=1)] = 1.5  # multiply/divide the step size by this
+    # keep the step size in [min, max]
+    lr_bounds: Annotated[tuple[Num, ...], listing("two numbers"), AfterValidator(_bounds)] = (1e-6, 1e-1)
+    adam_eps: Pos = 1e-8  # the policy's Adam
+    vf_learning_rate: Pos = 1e-3
+    vf_epochs: Epochs = 10
+    vf_minibatch_size: Batch = 64
+    vf_adam_eps: Pos = 1e-8
+    ent_coef: Coef = 0.0
 
     def __post_init__(self) -> None:
-        _check_positive(self, "learning_rate", "adam_eps", "vf_learning_rate", "vf_epochs", "vf_minibatch_size",
-                        "vf_adam_eps")
-        if self.kl_target is not None and not self.kl_target > 0:
-            raise ValueError(f"kl_target must be > 0 or null, got {self.kl_target}")
-        if not self.kl_band > 1:
-            raise ValueError(f"kl_band must be > 1, got {self.kl_band}")
-        if not self.lr_factor > 1:
-            raise ValueError(f"lr_factor must be > 1, got {self.lr_factor}")
-        if len(self.lr_bounds) != 2 or not 0 < self.lr_bounds[0] < self.lr_bounds[1]:
-            raise ValueError(f"lr_bounds must be [min, max] with 0 < min < max, got {list(self.lr_bounds)}")
         if not self.lr_bounds[0] <= self.learning_rate <= self.lr_bounds[1]:
-            raise ValueError(f"learning_rate {self.learning_rate} must lie within lr_bounds {list(self.lr_bounds)}")
+            from .config import show  # not at import: ppo.config imports this module
+            raise ValueError(f"learning_rate {show(self.learning_rate)} must lie within lr_bounds "
+                             f"{show(list(self.lr_bounds))}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=RECORD)
 class CEMSettings:
     """Noisy cross-entropy method over the policy's parameters (Szita & Lőrincz 2006).
 
@@ -218,35 +220,11 @@ class CEMSettings:
     it. The elite count is round(elite_fraction · num_envs), checked when the algorithm is built.
     """
 
-    elite_fraction: float = 0.2  # share of the population whose parameters refit the Gaussian
-    init_std: float = 1.0  # initial standard deviation of every parameter (the mean is the network's init)
-    extra_noise: float = 0.0  # Z_0: variance added to every parameter's refitted variance
-    extra_noise_decay_generations: int = 100  # Z_t = Z_0 · max(0, 1 − t / this)
-    episodes_per_candidate: int = 1  # fitness = mean undiscounted return over this many episodes
-
-    def __post_init__(self) -> None:
-        _check_positive(self, "init_std", "extra_noise_decay_generations", "episodes_per_candidate")
-        if not 0 < self.elite_fraction <= 1:
-            raise ValueError(f"elite_fraction must be in (0, 1], got {self.elite_fraction}")
-        if not (self.extra_noise >= 0 and math.isfinite(self.extra_noise)):
-            raise ValueError(f"extra_noise must be a finite number >= 0, got {self.extra_noise}")
-        if not math.isfinite(self.init_std):
-            raise ValueError(f"init_std must be finite, got {self.init_std}")
-
-
-def _check_positive(obj, *names: str) -> None:
-    for name in names:
-        if not getattr(obj, name) > 0:
-            raise ValueError(f"{name} must be > 0, got {getattr(obj, name)}")
-
-
-def _check_fraction(obj, *names: str) -> None:
-    for name in names:
-        if not 0 <= getattr(obj, name) <= 1:
-            raise ValueError(f"{name} must lie in [0, 1], got {getattr(obj, name)}")
-
-
-def _check_choice(obj, **allowed: tuple) -> None:
-    for name, values in allowed.items():
-        if getattr(obj, name) not in values:
-            raise ValueError(f"{name} must be one of {values}, got {getattr(obj, name)!r}")
+    # share of the population whose parameters refit the Gaussian
+    elite_fraction: Annotated[Fraction, Field(gt=0)] = 0.2
+    # initial standard deviation of every parameter (the mean is the network's init)
+    init_std: Annotated[Num, within(0, 1e6), Field(gt=0)] = 1.0
+    extra_noise: Annotated[Num, Field(ge=0)] = 0.0  # Z_0: variance added to every parameter's refitted variance
+    extra_noise_decay_generations: Annotated[Int, within(1, 10**9)] = 100  # Z_t = Z_0 · max(0, 1 − t / this)
+    # fitness = mean undiscounted return over this many episodes
+    episodes_per_candidate: Annotated[Int, within(1, 1000)] = 1

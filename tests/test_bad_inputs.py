@@ -45,6 +45,7 @@ from ppo.train import load_checkpoint
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT_DIRS = ("workflow", "config", "experiments", "reference", "profiles", "ppo", "analysis")
 VARIANT = "label: x\npreset: ppo_mujoco_paper\n"
+SHORT = r"^.{1,500}$"  # the whole one-line message (source included): a long value is quoted short
 RUNS = "results/table1/smoke/runs"
 CHECKPOINT = "results/table1/smoke/checkpoints/Hopper-0123456789abcdef.pt"
 # Root ignores permission bits; without these capabilities it does not (for the read-only results case).
@@ -409,6 +410,28 @@ CASES = [
          (r"variants/broken\.yaml", "field horizon must lie in", "100,?000|1e\\+05")),
     Case("hidden layer of 1e12 units", "variant", variant(VARIANT + "overrides: {hidden_sizes: [64, 1000000000000]}\n"),
          (r"variants/broken\.yaml", "field hidden_sizes", "4096")),
+    # A value is quoted short whatever its size (SHORT), and an integer too large for a float is refused in
+    # one line (it raised OverflowError, or was accepted).
+    Case("a 5000-character choice", "variant", variant(VARIANT + "overrides: {ppo: {lr_schedule: " + "x" * 5000 + "}}\n"),
+         (r"variants/broken\.yaml", r"field ppo\.lr_schedule must be one of \('constant', 'linear'\)", r"'x+\.\.\.x+'",
+          SHORT)),
+    Case("a 5000-character algorithm", "variant", variant(VARIANT + "overrides: {algorithm: " + "x" * 5000 + "}\n"),
+         (r"variants/broken\.yaml", "field algorithm must be one of", SHORT)),
+    Case("a 5000-character lr_decay_steps", "variant",
+         variant("label: x\npreset: a2c_mujoco\noverrides: {a2c: {lr_decay_steps: " + "x" * 5000 + "}}\n"),
+         (r"variants/broken\.yaml", r"field a2c\.lr_decay_steps must be an integer or null", SHORT)),
+    Case("a 5000-character protocol in a rule joining fields", "variant",
+         variant(VARIANT + "overrides: {env_protocol: " + "x" * 5000 + "}\n"),
+         (r"variants/broken\.yaml", "env_protocol is required with a convolutional network", SHORT)),
+    Case("an integer of 401 digits for a number", "variant",
+         variant(VARIANT + "overrides: {ppo: {objective: {kl_beta: 1" + "0" * 400 + "}}}\n"),
+         (r"variants/broken\.yaml", r"field ppo\.objective\.kl_beta must be a finite number", SHORT)),
+    Case("an integer of 401 digits for a baseline's number", "variant",
+         variant("label: x\npreset: a2c_mujoco\noverrides: {a2c: {learning_rate: 1" + "0" * 400 + "}}\n"),
+         (r"variants/broken\.yaml", r"field a2c\.learning_rate must be a finite number", SHORT)),
+    Case("an integer of 401 digits for an integer", "variant",
+         variant("label: x\npreset: acer_atari\noverrides: {acer: {lr_decay_steps: 1" + "0" * 400 + "}}\n"),
+         (r"variants/broken\.yaml", r"field acer\.lr_decay_steps must lie in \[1, 1e\+10\]", SHORT)),
     # A variant's machine-readable claim (read by the details report only).
     Case("claim that is a string", "variant", variant(VARIANT + "claim: it helps\n"),
          (r"variants/broken\.yaml", "field claim must be a mapping")),

@@ -219,8 +219,10 @@ def test_too_small_population_for_an_elite_is_refused():
 
 
 @pytest.mark.parametrize("section, message", [
-    ({"extra_noise": -1e-4}, r"cem\.extra_noise must be a finite number >= 0"),
-    ({"elite_fraction": 0.0}, r"cem\.elite_fraction must be in \(0, 1\]"),
+    ({"extra_noise": -1e-4}, r"field cem\.extra_noise must be >= 0, got -0\.0001"),
+    ({"extra_noise": float("nan")}, r"field cem\.extra_noise must be a finite number, got nan"),
+    ({"elite_fraction": 0.0}, r"field cem\.elite_fraction must be > 0, got 0\.0"),
+    ({"elite_fraction": 1.5}, r"field cem\.elite_fraction must lie in \[0, 1\], got 1\.5"),
     ({"init_std": 0}, r"cem\.init_std must be > 0"),
     ({"population": 20}, r"unknown field\(s\) cem\.\['population'\]"),  # the population is num_envs
 ])

@@ -1,11 +1,14 @@
 """Experiment files resolve into studies, variants and groups. Bad experiment files (and every other
 malformed input) are in tests/test_bad_inputs.py."""
+import copy
+import dataclasses
 import shutil
 
 import pytest
 
-from ppo.config import ConfigError
-from ppo.experiments import EXPERIMENTS_DIR
+from ppo.config import ALGORITHM_SETTINGS, ConfigError, RunConfig, build_config
+from ppo.experiments import EXPERIMENTS_DIR, load_preset
+from ppo.settings import Objective
 from ppo.study import load_study
 
 
@@ -93,3 +96,32 @@ def test_a_scale_may_list_its_own_variants(experiments):
     write(path, path.read_text().replace("variants: [atari_ppo, atari_a2c]", "variants: [atari_ppo, atari_dqn]"))
     with pytest.raises(ConfigError, match=r"atari\.yaml: field scales\.reduced\.variants: entry 'atari_dqn' matches no file"):
         load_study("atari", "reduced", experiments_dir=experiments)
+
+
+HOSTILE = ["x" * 5000, 10**400, -(10**400), [0] * 5000, {"k": "x" * 5000}]
+
+
+@pytest.mark.parametrize("preset", ["ppo_mujoco_paper", "ppo_atari_paper", "a2c_mujoco", "acer_atari", "trpo_mujoco",
+                                    "vpg_mujoco", "cem_mujoco"])
+def test_every_field_refuses_a_huge_value_in_one_short_line(preset):
+    """Every field of the preset's records, set to a huge value, is refused by build_config in one line that
+    quotes the value short: never a traceback (a 401-digit int overflowed a float), never the whole value."""
+    base = load_preset(preset).config
+    section = base["algorithm"] if base.get("algorithm", "ppo") != "ppo" else "ppo"
+    records = {(): RunConfig, (section,): ALGORITHM_SETTINGS[section], **({("ppo", "objective"): Objective}
+                                                                          if section == "ppo" else {})}
+    for path, cls in records.items():
+        for f in dataclasses.fields(cls):
+            if f.name in ALGORITHM_SETTINGS or f.name == "objective":
+                continue  # a section: its own fields are set
+            for value in HOSTILE:
+                data = copy.deepcopy(base)
+                target = data
+                for name in path:
+                    target = target.setdefault(name, {})
+                target[f.name] = value
+                with pytest.raises(ConfigError) as err:
+                    build_config(data, "x.yaml")
+                message = str(err.value)
+                assert "\n" not in message and len(message) <= 400, (path, f.name, message[:500])
+                assert message.startswith("x.yaml: ") and f.name in message, (path, f.name, message)
