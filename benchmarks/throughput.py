@@ -7,6 +7,7 @@
     python benchmarks/throughput.py --task Hopper-v5 --groups 3 --variants clip_0.2 a2c trpo cem
     python benchmarks/throughput.py --task ALE/Breakout-v5 --groups 1 --steps 8192 --variants atari_ppo atari_a2c
     python benchmarks/throughput.py --task ALE/Breakout-v5 --groups 1 --steps 8192 --variants atari_ppo --sb3
+    python benchmarks/throughput.py --tasks Swimmer-v5 HalfCheetah-v5 --groups 33 --steps 6144 --repeats 5 --against HEAD~3
 
 For each task it measures, each `--repeats` times interleaved (median reported):
   raw      gymnasium env stepped with presampled random actions (same construction as training; for an
@@ -22,6 +23,8 @@ For each task it measures, each `--repeats` times interleaved (median reported):
            over the whole call, and in its last iteration (steady) with that iteration's rollout share
   sb3      Stable-Baselines3 PPO with the paper's hyperparameters (optional: pip install '.[bench]'); for an
            Atari task its CnnPolicy at Table 5's settings (benchmarks/atari_sb3_reference.py)
+  ours@REV-N  with --against REV: the same training with the ppo package of git revision REV, interleaved with
+           ours-N; prints new / old per measure (paired medians) and whether every run's records are identical
 Each measure on one core (torch threads = 1); `--jobs 2` measures two tasks at once, one per core.
 Steps/s counts environment steps taken, summed over the group's runs. Ratios: ours/raw (how close training
 gets to pure simulation), ours/batched-N (the same simulator without learning), ours/sb3. A summary per task
@@ -31,7 +34,15 @@ Table 1 grid (or, with --variants, one job per task and variant as Figure 3 runs
 from __future__ import annotations
 
 import argparse
+import hashlib
+import importlib
+import io
+import shutil
 import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
 import time
 from pathlib import Path
 
@@ -164,16 +175,55 @@ def paper_config(total_steps: int):
     return build_config({**load_preset("ppo_mujoco_paper").config, "total_steps": total_steps}, "benchmark")
 
 
-def ours_steps_per_second(task: str, n_runs: int, steps: int, variant: str | None = None) -> dict:
+def package_at(rev: str) -> str:
+    """The name under which the ``ppo`` package of git revision ``rev`` imports: ``ppo_at_<commit>``, extracted
+    (``git archive``, with the experiments/ and config/ it reads beside it) into the temporary folder once."""
+    root = Path(__file__).resolve().parents[1]
+    commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=10", f"{rev}^{{commit}}"], capture_output=True,
+                            text=True, check=True).stdout.strip()
+    name = f"ppo_at_{commit}"
+    folder = Path(tempfile.gettempdir()) / f"throughput_{name}"
+    if not (folder / name).is_dir():
+        archive = subprocess.run(["git", "-C", str(root), "archive", commit, "ppo", "experiments", "config"],
+                                 capture_output=True, check=True).stdout
+        work = Path(tempfile.mkdtemp(prefix=f"throughput_{name}."))
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(work, filter="data")
+        (work / "ppo").rename(work / name)  # the package imports itself relatively: any name will do
+        try:
+            work.rename(folder)
+        except OSError:  # another process (--jobs) extracted it first
+            shutil.rmtree(work, ignore_errors=True)
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+    return name
+
+
+def records_digest(results) -> str:
+    """One hash of every run's deterministic records (updates and episodes, exact values and column names)."""
+    h = hashlib.sha256()
+    for r in results:
+        for frame in (r.updates, r.episodes):
+            h.update(repr(list(frame.columns)).encode())
+            h.update(pd.util.hash_pandas_object(frame, index=True).to_numpy().tobytes())
+    return h.hexdigest()
+
+
+def ours_steps_per_second(task: str, n_runs: int, steps: int, variant: str | None = None,
+                          package: str = "ppo") -> dict:
     """Group steps/s over the whole call (set-up included) and in its last iteration (steady state, what a
-    1M-step run mostly sees), with that iteration's split into rollout and update."""
+    1M-step run mostly sees), with that iteration's split into rollout and update. ``package``: the ppo package
+    that trains (``package_at``: another revision's)."""
+    train, experiments = (importlib.import_module(f"{package}.{m}") for m in ("train", "experiments"))
     if variant is None:
-        cfg = paper_config(steps)
+        config = importlib.import_module(f"{package}.config")
+        cfg = config.build_config({**experiments.load_preset("ppo_mujoco_paper").config, "total_steps": steps},
+                                  "benchmark")
     else:
-        cfg = load_variant(variant, total_steps=steps).config
-    specs = [RunSpec(f"bench{i}", task, cfg, i) for i in range(n_runs)]
+        cfg = experiments.load_variant(variant, total_steps=steps).config
+    specs = [train.RunSpec(f"bench{i}", task, cfg, i) for i in range(n_runs)]
     start = time.perf_counter()
-    results = train_group(specs, log=lambda _: None)
+    results = train.train_group(specs, log=lambda _: None)
     total = time.perf_counter() - start
     last = results[0].timing.iloc[-1]  # one group-wide clock: every run's row holds the same seconds
     last_seconds = last.rollout_seconds + last.optimize_seconds
@@ -182,7 +232,7 @@ def ours_steps_per_second(task: str, n_runs: int, steps: int, variant: str | Non
     # steps actually taken: CEM finishes whole generations of episodes, so it can overshoot ``steps`` far
     taken = sum(int(r.timing.global_step.iloc[-1]) for r in results)
     return {"sps": taken / total, "steady_sps": last_steps / last_seconds,
-            "rollout_share": last.rollout_seconds / last_seconds}
+            "rollout_share": last.rollout_seconds / last_seconds, "records": records_digest(results)}
 
 
 def sb3_steps_per_second(task: str, steps: int) -> float:
@@ -202,10 +252,12 @@ def sb3_steps_per_second(task: str, steps: int) -> float:
 
 
 def measure_task(task: str, groups: list[int], steps: int, repeats: int, variants: list[str] | None,
-                 sb3: bool) -> list[dict]:
+                 sb3: bool, against: str | None = None) -> list[dict]:
     """Every measure of one task, ``repeats`` times interleaved (drift in machine load hits them alike);
-    one row per measure with the median."""
+    one row per measure with the median. With ``against`` (a git revision), each ours-N beside the same
+    training at that revision (``ours@REV-N``)."""
     torch.set_num_threads(1)
+    old_package = package_at(against) if against else None
     raw_steps = max(steps, 20_000)
     measures = {"raw": lambda: {"sps": raw_steps_per_second(task, raw_steps)}}
     for n in groups:
@@ -216,11 +268,15 @@ def measure_task(task: str, groups: list[int], steps: int, repeats: int, variant
                 measures[f"floor-{n}"] = lambda n=n: floor_steps_per_second(task, n, raw_steps)
         for variant in variants or [None]:
             measures[f"{variant or 'ours'}-{n}"] = lambda n=n, v=variant: ours_steps_per_second(task, n, steps, v)
+            if old_package:
+                measures[f"{variant or 'ours'}@{against}-{n}"] = lambda n=n, v=variant: ours_steps_per_second(
+                    task, n, steps, v, old_package)
     if sb3:
         measures["sb3"] = lambda: {"sps": sb3_steps_per_second(task, steps)}
     samples: dict[str, list[dict]] = {k: [] for k in measures}
-    for _ in range(repeats):
-        for name, measure in measures.items():
+    for i in range(repeats):
+        # against another revision: every other repeat in reverse order, so neither side always runs first
+        for name, measure in (reversed(measures.items()) if against and i % 2 else measures.items()):
             samples[name].append(measure())
 
     def median(name: str, key: str = "sps") -> float:
@@ -247,6 +303,13 @@ def measure_task(task: str, groups: list[int], steps: int, repeats: int, variant
             "matmul_gflops": round(median(name, "gflops"), 1) if "gflops" in values[0] else None,
             "torch_threads": 1,
         })
+        if against and f"@{against}-" in name:  # new / old, paired by repeat, and the records compared
+            new = samples[name.replace(f"@{against}-", "-")]
+            rows[-1].update({
+                "new_vs_old": round(statistics.median(b["sps"] / a["sps"] for a, b in zip(values, new)), 3),
+                "steady_new_vs_old": round(statistics.median(b["steady_sps"] / a["steady_sps"]
+                                                             for a, b in zip(values, new)), 3),
+                "records_identical": all(a["records"] == b["records"] for a, b in zip(values, new))})
     return rows
 
 
@@ -304,10 +367,12 @@ def main(argv=None) -> int:
     p.add_argument("--sb3", action="store_true", help="also measure Stable-Baselines3 PPO")
     p.add_argument("--jobs", type=int, default=1,
                    help="tasks measured at once, one process each (2 = both cores busy, as in the pipeline)")
+    p.add_argument("--against", metavar="REV", default=None,
+                   help="also train with the ppo package of this git revision, interleaved (ours@REV-N): new/old rates")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
 
-    work = [(t, args.groups, args.steps, args.repeats, args.variants, args.sb3) for t in args.tasks]
+    work = [(t, args.groups, args.steps, args.repeats, args.variants, args.sb3, args.against) for t in args.tasks]
     if args.jobs > 1:
         from concurrent.futures import ProcessPoolExecutor
         with ProcessPoolExecutor(args.jobs) as pool:
@@ -318,6 +383,11 @@ def main(argv=None) -> int:
     table["jobs_at_once"] = args.jobs
     show_and_save(table, args.out)
 
+    if args.against:
+        print(f"\nAgainst {args.against}: steps/s of the working tree ÷ the same training at {args.against} (median of "
+              "the repeats' paired ratios; steady = last iteration), and whether every run's records are identical:")
+        print(table[table.measure.str.contains("@", regex=False)][
+            ["task", "measure", "new_vs_old", "steady_new_vs_old", "records_identical"]].to_string(index=False))
     table1_tasks = set(TABLE1_TASKS)
     if not args.variants and any(n > 1 for n in args.groups) and not any(map(is_atari, args.tasks)):
         n = max(args.groups)

@@ -178,6 +178,28 @@ class BatchedAdam(torch.optim.Adam):
         for group in self.param_groups:
             group["lr"] = lr
 
+    @torch.no_grad()
+    def step(self, closure=None):
+        """The call torch's ``Adam.step`` makes for one fused CPU parameter, made directly: the step count, then
+        ``_fused_adam_`` on the same tensors with the same arguments, so the same bits. Torch's Python around
+        it (grouping by device, lazy state, hooks) cost as much as the kernel on a group's buffer, once per
+        minibatch. The first step, which creates the state, and anything unusual go through torch's own."""
+        group = self.param_groups[0]
+        flat = group["params"][0]
+        state = self.state.get(flat)
+        if (closure is not None or not state or flat.grad is None or len(self.param_groups) > 1
+                or len(group["params"]) > 1 or not group["fused"] or group["amsgrad"] or group["decoupled_weight_decay"]
+                or getattr(self, "grad_scale", None) is not None or getattr(self, "found_inf", None) is not None):
+            return super().step(closure)
+        step = state["step"]
+        torch._foreach_add_([step], 1)
+        beta1, beta2 = group["betas"]
+        torch._fused_adam_([flat], [flat.grad], [state["exp_avg"]], [state["exp_avg_sq"]], [], [step],
+                           amsgrad=False, lr=group["lr"], beta1=beta1, beta2=beta2,
+                           weight_decay=group["weight_decay"], eps=group["eps"], maximize=group["maximize"],
+                           grad_scale=None, found_inf=None)
+        return None
+
 
 class PerRunAdam:
     """Adam over the [G, P] parameter with a step count per run, so that some runs can skip steps: ``step(active)``

@@ -34,8 +34,9 @@ class ObsNormalizer:
         its per-call overhead is a fraction of torch's on the rollout's one-step arrays."""
         if not self.enabled:
             return torch.from_numpy(raw.astype(np.float32))
-        x = (raw - self.mean) / self.std
-        return torch.from_numpy(np.minimum(np.maximum(x, -self.clip), self.clip).astype(np.float32))
+        x = raw - self.mean
+        x /= self.std  # in place on the fresh array: the same operations as (raw - mean) / std, clipped below
+        return torch.from_numpy(np.minimum(np.maximum(x, -self.clip, out=x), self.clip, out=x).astype(np.float32))
 
     def state(self, run: int) -> dict:
         s = self.stats[run]

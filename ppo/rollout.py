@@ -191,8 +191,10 @@ def collect_batch(ctx: GroupContext, agent: GaussianActorCritic | CategoricalAct
         noise = torch.stack([torch.rand(T, E, generator=g) for g in ctx.sample_gens], dim=1)  # [T, G, E]
     else:
         noise = torch.stack([torch.randn(T, E, A, generator=g) for g in ctx.sample_gens], dim=1)  # [T, G, E, A]
-    with torch.no_grad():
-        std = None if envs.discrete else agent.log_std.exp()
+    # inference mode: no autograd bookkeeping on the per-step ops (the same kernels, so the same bits)
+    with torch.inference_mode():
+        # σ·noise of every step at once: an elementwise product, the same bits as one step at a time
+        scaled_noise = None if envs.discrete else agent.log_std.exp() * noise
         for t in range(T):
             obs_buf[t] = envs.obs
             x = normalizer(envs.obs.reshape(G, E, d))
@@ -202,13 +204,12 @@ def collect_batch(ctx: GroupContext, agent: GaussianActorCritic | CategoricalAct
                 act_buf[t, :, 0] = action.view(N)
                 env_action = action.view(N).numpy()
             else:
-                action = agent.policy_mean(x) + std * noise[t]
-                act_buf[t] = action.view(N, A)
-                env_action = action.view(N, A).numpy().astype(np.float64)
+                torch.add(agent.policy_mean(x), scaled_noise[t], out=act_buf[t].view(G, E, A))  # mean + σ·noise
+                env_action = act_buf[t].numpy().astype(np.float64)
                 if not np.isfinite(env_action).all():  # only a diverged run's; it is no longer recorded
                     env_action = np.nan_to_num(env_action, posinf=0.0, neginf=0.0)
-                if cfg.action_clip:
-                    env_action = np.minimum(np.maximum(env_action, envs.low), envs.high)
+                if cfg.action_clip:  # in place on the fresh float64 copy
+                    np.minimum(np.maximum(env_action, envs.low, out=env_action), envs.high, out=env_action)
             rew_buf[t], term_buf[t], trunc_buf[t], final_obs, finished = envs.step(env_action)
             if reward_scaler is not None:
                 rew_buf[t] = reward_scaler(rew_buf[t], term_buf[t] | trunc_buf[t])
