@@ -53,10 +53,9 @@ import torch
 
 from ppo.atari import AtariLockstepEnvs, is_atari, load_protocol
 from ppo.config import build_config
-from ppo.experiments import load_preset, load_variant
+from ppo.experiments import load_preset
 from ppo.envs import LockstepEnvs
 from ppo.mujoco_batch import BatchedMujocoEnvs, supported
-from ppo.train import RunSpec, train_group
 
 
 def raw_steps_per_second(task: str, steps: int) -> float:
