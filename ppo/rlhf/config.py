@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import ConfigError
+from pydantic import ValidationError
+
+from ..config import ConfigError, show
 from ..experiments import EXPERIMENTS_DIR, deep_merge, read_yaml
 from ..settings import Objective
 
@@ -262,6 +264,13 @@ def build(cls, data, source: str, prefix: str = ""):
         kwargs[name] = tuple(value) if isinstance(value, list) else value
     try:
         return cls(**kwargs)
+    except ValidationError as err:  # a pydantic record (ppo.settings.Objective): its first error, on one line
+        error = err.errors()[0]
+        message = (str(error["ctx"]["error"]) if error["type"] == "value_error" else
+                   f"{'.'.join(map(str, error['loc']))}: {error['msg'].lower()}, got {show(error['input'])}")
+        if prefix and not message.startswith(prefix):
+            message = f"{prefix}{message}"
+        raise ConfigError(f"{source}: field {message}") from None
     except ValueError as err:
         message = str(err)
         if prefix and not message.startswith(prefix):
