@@ -288,13 +288,7 @@ class BatchedMujocoEnvs(LockstepEnvs):
         self.episode_return[idx] += rew
         self.episode_length[idx] += 1
         self.obs[idx] = obs
-        ended = idx[term | trunc]
-        final_obs = {int(i): self.obs[i].copy() for i in ended}
-        finished = [(int(i), float(self.episode_return[i]), int(self.episode_length[i])) for i in ended]
-        if len(ended):
-            self.episode_return[ended], self.episode_length[ended] = 0.0, 0
-            self.reset(ended.tolist())
-        return rewards, terminated, truncated, final_obs, finished
+        return (rewards, terminated, truncated, *self._end_episodes(idx[term | trunc]))
 
     def _step_all(self, actions: np.ndarray):
         """``_step`` with every environment active, as a rollout steps them: the same operations on the same
@@ -316,15 +310,17 @@ class BatchedMujocoEnvs(LockstepEnvs):
         self.episode_return += rewards
         self.episode_length += 1
         self.obs[:] = obs
-        ended = terminated | trunc
-        if not ended.any():
-            return rewards, terminated, truncated, {}, []
-        ended = np.flatnonzero(ended)
+        return (rewards, terminated, truncated, *self._end_episodes(np.flatnonzero(terminated | trunc)))
+
+    def _end_episodes(self, ended: np.ndarray) -> tuple[dict, list]:
+        """Final observations and (env, return, length) of the episodes that just ``ended``, which reset."""
+        if not len(ended):
+            return {}, []
         final_obs = {int(i): self.obs[i].copy() for i in ended}
         finished = [(int(i), float(self.episode_return[i]), int(self.episode_length[i])) for i in ended]
         self.episode_return[ended], self.episode_length[ended] = 0.0, 0
         self.reset(ended.tolist())
-        return rewards, terminated, truncated, final_obs, finished
+        return final_obs, finished
 
     def state(self) -> dict:
         """The same dictionary as ``LockstepEnvs.state``: either class loads the other's checkpoint."""
