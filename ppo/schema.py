@@ -35,6 +35,8 @@ def _v1_to_v2(config: dict) -> dict:
 
 
 MIGRATIONS = {1: _v1_to_v2}  # version -> the step to the next one
+# What ppo.train.env_protocol_record adds to a protocol's own settings in the manifest
+PROTOCOL_RECORD_EXTRAS = ("id", "made_with", "protocol", "time_limit_handling")
 
 
 def current_config(config: dict, version: int) -> dict:
@@ -68,6 +70,3 @@ def recorded_digest(manifest: dict) -> str | None:
         settings["env_protocol"] = {k: v for k, v in recorded.items() if k not in PROTOCOL_RECORD_EXTRAS}
     return settings_digest(settings)
 
-
-# What ppo.train.env_protocol_record adds to a protocol's own settings in the manifest
-PROTOCOL_RECORD_EXTRAS = ("id", "made_with", "protocol", "time_limit_handling")

@@ -33,13 +33,18 @@ from ppo.study import load_study as load_study_config  # noqa: E402
 PUBLISHED_STUDIES = ("table1", "figure3")
 
 
+def cells_of(lines) -> list[list[str]]:
+    """The cells of markdown table rows."""
+    return [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines]
+
+
 def headline_table(path: Path, columns: list[str]) -> str:
     """The first markdown table of a report file (its notes left out), keeping ``columns`` (all if empty)."""
     rows = [line for line in path.read_text(encoding="utf-8").splitlines() if line.lstrip().startswith("|")]
     if not rows:
         raise ValueError(f"{path}: no table found")
     end = next((i for i, line in enumerate(rows[1:], 1) if not line.strip()), len(rows))
-    cells = [[c.strip() for c in line.strip().strip("|").split("|")] for line in rows[:end]]
+    cells = cells_of(rows[:end])
     head = cells[0]
     missing = [c for c in columns if c not in head]
     if missing:
@@ -75,7 +80,7 @@ HEADINGS = {"variant_label": "setting", "n_runs": "runs", "n_diverged": "diverge
 def readable_headings(table: str) -> str:
     """``table`` with its columns renamed by HEADINGS and any column empty in every row left out (the
     paper's column of a study the paper did not run)."""
-    cells = [[c.strip() for c in line.strip().strip("|").split("|")] for line in table.splitlines()]
+    cells = cells_of(table.splitlines())
     head, rule, body = cells[0], cells[1], cells[2:]
     keep = [i for i in range(len(head)) if not body or any(i < len(r) and r[i] for r in body)]
     rows = [[HEADINGS.get(head[i], head[i]) for i in keep], [rule[i] for i in keep],
@@ -87,7 +92,7 @@ def noise_note(table: str) -> str:
     """Which settings a reader may call different from the best one (analysis.table1.clearly_below: 95%
     intervals apart and at least TIE_MARGIN lower) and which are within noise of it. Empty when the table
     has no intervals (one seed, or no ours/ci_low/ci_high columns)."""
-    cells = [[c.strip() for c in line.strip().strip("|").split("|")] for line in table.splitlines()]
+    cells = cells_of(table.splitlines())
     head, body = cells[0], cells[2:]
     if not {"ours", "ci_low", "ci_high"} <= set(head):
         return ""
@@ -147,7 +152,7 @@ def markdown_to_html(md: str) -> str:
 
     def flush():
         if rows:
-            cells = [[c.strip() for c in r.strip().strip("|").split("|")] for r in rows if not set(r) <= set("|-: ")]
+            cells = cells_of(r for r in rows if not set(r) <= set("|-: "))
             head, body = cells[0], cells[1:]
             out.append("<table><thead><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in head) + "</tr></thead><tbody>"
                        + "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in body)
