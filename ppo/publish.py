@@ -1,8 +1,9 @@
 """The project's reproduction dataset: finished paper-scale runs, published in the repository.
 
-``published/<study>/<scale>/runs/<task>/<variant>/seed<k>/`` holds a run's records with the values training
-wrote (episodes, updates and timing parquet in records.write_parquet's compact encoding, and the manifest;
-no model or checkpoint, to keep the dataset small).
+``published/<study>/<scale>/runs/<task>/<variant>/seed<k>/`` holds a run's records (episodes, updates and
+timing parquet in records.write_parquet's compact encoding, and the manifest; no model or checkpoint, to keep
+the dataset small): episodes exactly as training wrote them, updates and timing a row per WINDOW_STEPS
+environment steps (per_window; the same rows for PPO at the paper's horizon).
 The pipeline treats a published run whose configuration digest matches as finished and copies it instead
 of training it (workflow/rules/common.smk). ``published/INDEX.csv`` lists every published run with the
 code revision, packages and machine that produced it; it is written here, never by hand.
@@ -31,9 +32,44 @@ from .study import is_current, load_study
 PUBLISHED = PROJECT_ROOT / "published"
 STUDIES = ("table1", "figure3")
 SCALE = "paper"
+# The dataset keeps a row of updates.parquet and timing.parquet per this many environment steps of a run:
+# one PPO iteration at the paper's horizon, about 26 of A2C's 80-step updates. A row per A2C update made
+# an A2C run 5x a PPO run's size for statistics no report reads at that resolution (the reports read
+# episodes, and of updates the last global_step and wall time), and the dataset must stay small (issue
+# 15: at most 40 MB for 336 runs). Training's own records keep a row per iteration: per-update analyses
+# (analysis/details.py's early-stop share) need them, and no published study runs those.
+WINDOW_STEPS = 2048
 INDEX_COLUMNS = ["study", "task", "variant", "seed", "status", "config_digest", "commit", "dirty", "host",
                  "cpu_count", "python", "torch", "numpy", "mujoco", "gymnasium", "wall_seconds", "group",
                  "finished"]
+
+
+def per_window(rows: pd.DataFrame, window_steps: int = WINDOW_STEPS) -> pd.DataFrame:
+    """Update or timing rows of one run, one row per window of ``window_steps`` environment steps.
+
+    Window k holds the iterations that ended at global_step in ((k-1)·window_steps, k·window_steps]. A row
+    keeps its window's last ``update``, ``global_step`` and ``wall_time``; seconds add up; ``sps`` is the
+    window's steps over its seconds; ``diverged`` is whether any iteration diverged; every other statistic
+    is its mean over the window's iterations (NaN skipped). Rows that are alone in their window, as every
+    PPO iteration of 2048 steps is, come back unchanged, bit for bit."""
+    if rows.empty:
+        return rows
+    window = -(-rows["global_step"] // window_steps)
+    if window.is_unique:
+        return rows
+    rules = {"update": "last", "global_step": "last", "wall_time": "last", "diverged": "any",
+             "rollout_seconds": lambda x: x.sum(min_count=1), "optimize_seconds": lambda x: x.sum(min_count=1)}
+    how = {c: rules.get(c, "mean" if pd.api.types.is_numeric_dtype(rows[c]) and not pd.api.types.is_bool_dtype(rows[c])
+                        else "last") for c in rows.columns}
+    grouped = rows.groupby(window.to_numpy(), sort=False)
+    out = grouped.agg(how)
+    if "sps" in rows.columns:  # the window's steps over its seconds (an iteration's seconds = its steps / sps)
+        steps = rows["global_step"].diff().fillna(rows["global_step"].iloc[0])
+        seconds = steps / rows["sps"].where(rows["sps"] > 0)
+        by_window = window.to_numpy()
+        weighted = steps.groupby(by_window, sort=False).sum() / seconds.groupby(by_window, sort=False).sum()
+        out["sps"] = out["sps"].where(grouped.size().to_numpy() == 1, weighted.to_numpy())
+    return out.reset_index(drop=True)[list(rows.columns)].astype(rows.dtypes.to_dict())
 
 
 def owned_runs(studies):
@@ -74,8 +110,9 @@ def publish(sources: list[Path], published: Path = PUBLISHED, studies: list | No
             if folder is None:
                 continue
             target = run_dir(published, study, run)
-            for name in RUN_FILES[:-1]:  # re-encoded as records.write_parquet writes today: same values
-                records.write_parquet(pd.read_parquet(folder / name), target / name)
+            for name in RUN_FILES[:-1]:  # as write_run writes them today: per window, records.write_parquet
+                table = pd.read_parquet(folder / name)
+                records.write_parquet(table if name == "episodes.parquet" else per_window(table), target / name)
             # the manifest last: its presence means complete
             records.atomic_write(target / "manifest.json", lambda tmp: shutil.copyfile(folder / "manifest.json", tmp))
             added.append(run.run_id if study.name == "table1" else f"{study.name}:{run.run_id}")

@@ -1,12 +1,14 @@
 """Published runs (ppo.publish, published/) count as finished: the planner trains only what is missing,
-and the copy the pipeline makes of a published run has its records' values exactly."""
+and the copy the pipeline makes of a published run has its records' values exactly; the dataset keeps
+updates and timing a row per window of steps (per_window) and stays under the issue's 40 MB."""
 import dataclasses
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from ppo.publish import publish
+from ppo.publish import per_window, publish
 from ppo.run import copy_run, run_meta
 from ppo.study import RUN_FILES, is_current, load_study, plan_groups, run_dir
 from ppo.train import RunSpec, train_group
@@ -74,3 +76,48 @@ def test_every_published_run_is_current_under_todays_code(tmp_path):
                                                                                PUBLISHED) for r in g.runs}
     published = set(index[["study", "task", "variant", "seed"]].itertuples(index=False, name=None))
     assert not planned & published, sorted(planned & published)[:3]
+
+
+def test_per_window_hand_checked():
+    """Six iterations of 80 steps in windows of 200: steps 80, 160 | 240, 320, 400 | 480."""
+    updates = pd.DataFrame({"update": range(6), "global_step": [80, 160, 240, 320, 400, 480],
+                            "policy_loss": [1.0, 3.0, 5.0, 7.0, 9.0, 11.0],
+                            "kl": [np.nan, 2.0, np.nan, np.nan, np.nan, 4.0],
+                            "diverged": [False, False, False, True, False, False]})
+    rows = per_window(updates, window_steps=200)
+    assert rows["update"].tolist() == [1, 4, 5] and rows["global_step"].tolist() == [160, 400, 480]
+    assert rows["policy_loss"].tolist() == [2.0, 7.0, 11.0]
+    assert rows["kl"].tolist()[0] == 2.0 and np.isnan(rows["kl"][1]) and rows["kl"][2] == 4.0  # NaN skipped
+    assert rows["diverged"].tolist() == [False, True, False] and rows.dtypes.equals(updates.dtypes)
+
+    seconds = np.array([1.0, 1.0, 2.0, 2.0, 4.0, 1.0])
+    timing = pd.DataFrame({"update": range(6), "global_step": [80, 160, 240, 320, 400, 480], "sps": 80 / seconds,
+                           "rollout_seconds": seconds / 2, "optimize_seconds": seconds / 2,
+                           "wall_time": np.cumsum(seconds)})
+    rows = per_window(timing, window_steps=200)
+    assert rows["sps"].tolist() == [80.0, 30.0, 80.0]  # 160 steps in 2 s, 240 in 8 s, 80 in 1 s
+    assert rows["rollout_seconds"].tolist() == [1.0, 4.0, 0.5] and rows["optimize_seconds"].tolist() == [1.0, 4.0, 0.5]
+    assert rows["wall_time"].tolist() == [2.0, 10.0, 11.0]
+    assert per_window(rows, window_steps=200).equals(rows)  # windowed rows are a fixed point
+
+
+def test_per_window_leaves_a_row_per_window_unchanged():
+    """PPO at the paper's horizon: one 2048-step iteration per window, the rows come back bit for bit."""
+    rng = np.random.default_rng(0)
+    rows = pd.DataFrame({"update": range(5), "global_step": 2048 * np.arange(1, 6), "sps": rng.random(5) * 1e4,
+                         "rollout_seconds": rng.random(5), "optimize_seconds": rng.random(5),
+                         "wall_time": np.cumsum(rng.random(5))})
+    assert per_window(rows) is rows
+
+
+def test_the_dataset_is_windowed_and_small():
+    """Every published updates/timing table is as publish writes it (a fixed point of per_window), and the
+    whole dataset stays within issue 15's 40 MB."""
+    tables = sorted(PUBLISHED.glob("*/paper/runs/*/*/seed*/updates.parquet")) + \
+        sorted(PUBLISHED.glob("*/paper/runs/*/*/seed*/timing.parquet"))
+    assert len(tables) >= 200
+    for path in tables:
+        table = pd.read_parquet(path)
+        assert per_window(table) is table, f"{path}: more than one row in a window of steps"
+    size = sum(f.stat().st_size for f in PUBLISHED.rglob("*") if f.is_file())
+    assert size <= 40e6, f"published/ holds {size / 1e6:.1f} MB, over the 40 MB the dataset may take"
