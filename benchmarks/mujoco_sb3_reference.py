@@ -82,9 +82,16 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=1_000_000)
     p.add_argument("--workers", type=int, default=1, help="runs at once, one core each")
     p.add_argument("--out-dir", type=Path, default=Path("results/sb3_reference"))
+    p.add_argument("--skip-in", type=Path, action="append", default=[],
+                   help="leave out the runs this folder holds too (published/sb3_reference); repeatable")
+    p.add_argument("--count", action="store_true", help="print how many runs are left to train, train none")
     args = p.parse_args(argv)
-    jobs = [(t, s) for t in args.tasks for s in args.seeds
-            if not (args.out_dir / t / f"seed{s}" / "manifest.json").exists()]  # finished runs are kept
+    done = [args.out_dir, *args.skip_in]
+    jobs = [(t, s) for t in args.tasks for s in args.seeds  # finished runs are kept
+            if not any((folder / t / f"seed{s}" / "manifest.json").exists() for folder in done)]
+    if args.count or not jobs:
+        print(len(jobs) if args.count else "every requested run has finished", flush=True)
+        return 0
     with ProcessPoolExecutor(args.workers) as pool:
         for line in pool.map(train, *zip(*jobs), [args.steps] * len(jobs), [args.out_dir] * len(jobs)):
             print(line, flush=True)

@@ -142,7 +142,7 @@ def write_index(studies, published: Path = PUBLISHED) -> pd.DataFrame:
     return index
 
 
-def status(sources: list[Path], published: Path = PUBLISHED) -> str:
+def status(sources: list[Path], published: Path = PUBLISHED, sb3_sources: tuple[Path, ...] = ()) -> str:
     studies = [load_study(name, SCALE) for name in STUDIES]
     owned = owned_runs(studies)
     lines = []
@@ -152,6 +152,12 @@ def status(sources: list[Path], published: Path = PUBLISHED) -> str:
         elsewhere = sum(not is_current(published, study, r) and any(publishable(src, study, r) for src in sources)
                         for r in mine)
         lines.append(f"{study.name}: {done} of {len(mine)} runs published, {elsewhere} more finished, not yet published")
+    sb3_published = {m.parent.relative_to(published / "sb3_reference")
+                     for m in published.glob("sb3_reference/*/seed*/manifest.json")}
+    sb3_elsewhere = {m.parent.relative_to(folder) for folder in sb3_sources
+                     for m in folder.glob("*/seed*/manifest.json")} - sb3_published
+    lines.append(f"sb3_reference: {len(sb3_published)} runs published, {len(sb3_elsewhere)} more finished, "
+                 "not yet published")
     index = write_index(studies, published) if (published / "INDEX.csv").exists() else pd.DataFrame()
     if len(index):
         groups = index.drop_duplicates(["study", "group"])
@@ -180,7 +186,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     try:
         if args.status:
-            print(status(args.sources))
+            print(status(args.sources, sb3_sources=args.sb3))
             return 0
         added = publish(args.sources) + [a for folder in args.sb3 for a in publish_sb3(folder)]
     except ConfigError as err:

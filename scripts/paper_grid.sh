@@ -3,6 +3,7 @@
 # stopped after a few hours (docs/paper-scale.md):
 #
 #   scripts/paper_grid.sh start [REV]   train from a clone at a committed revision (default: this repo's HEAD)
+#                                       and, while some are missing, the Stable-Baselines3 reference runs
 #   scripts/paper_grid.sh status        what is running, what has finished, core-hours so far
 #   scripts/paper_grid.sh publish [--from DIR]   copy finished runs' records into published/, commit them
 #   scripts/paper_grid.sh watch [MIN]   publish every MIN minutes (default 10) while the grid runs
@@ -13,6 +14,11 @@
 # every 10 updates, so a stopped session costs at most that much per job: `start` again resumes from the
 # checkpoints when the clone survived, and trains from the beginning when it did not. Runs already in
 # published/ at the clone's revision are copied, not trained.
+#
+# The 9 SB3 reference runs (benchmarks/mujoco_sb3_reference.py: Hopper, Walker2d, HalfCheetah x 3 seeds,
+# about 50 minutes each on one core, no checkpoints) take one of the cores, one run at a time, until they
+# are published; the grid gets the others. A larger machine can take grid jobs (ppo.batch) but not these,
+# whose length exceeds its calls. SB3_REFERENCE=0 leaves them out.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 GRID="${GRID:-$(dirname "$REPO")/ppo-grid}"
@@ -24,48 +30,70 @@ LOG="$GRID/grid.log"
 die() { echo "paper_grid: $*" >&2; exit 1; }
 # The grid runs in its own session (setsid), whose id is the leader's pid, kept in $GRID/grid.pid.
 running() { [ -f "$GRID/grid.pid" ] && pgrep -s "$(cat "$GRID/grid.pid")" > /dev/null; }
+sb3_running() { [ -f "$GRID/sb3.pid" ] && pgrep -s "$(cat "$GRID/sb3.pid")" > /dev/null; }
+SB3_ARGS=(--steps 1000000 --workers 1 --skip-in "$GRID/published/sb3_reference" --out-dir "$GRID/results/sb3_reference")
+# setsid: the process outlives the shell that started it (but not the session). A new session is its own
+# scheduler autogroup on Linux, which nice alone does not reach: the group's share drops to nice 19 too, so
+# that anything else on the machine comes first.
+background() {  # background PIDFILE LOGFILE COMMAND...
+  local pidfile="$1" logfile="$2"; shift 2
+  setsid nohup sh -c 'echo 19 > /proc/self/autogroup 2> /dev/null; exec nice -n 19 "$0" "$@"' "$@" \
+    > "$logfile" 2>&1 < /dev/null &
+  echo $! > "$pidfile"
+}
 
 case "${1:-status}" in
   start)
     rev="$(git -C "$REPO" rev-parse "${2:-HEAD}")"
-    running && die "already running in $GRID (scripts/paper_grid.sh stop first)"
+    { running || sb3_running; } && die "already running in $GRID (scripts/paper_grid.sh stop first)"
     [ -d "$GRID/.git" ] || git clone -q --no-checkout "$REPO" "$GRID"
     git -C "$GRID" fetch -q "$REPO" "$rev"
     git -C "$GRID" checkout -q --detach "$rev"
     "$GRID/repro" setup
     # A stopped session leaves Snakemake's lock behind; nothing else uses this clone (checked above).
     "$GRID/.venv/bin/snakemake" --directory "$GRID" --unlock > /dev/null 2>&1 || true
-    echo "$(date -Is) start $rev studies=[$STUDIES] group_size=$GROUP_SIZE cores=$CORES" >> "$GRID/grid.history"
-    # setsid: the grid outlives the shell that started it (but not the session). A new session is its own
-    # scheduler autogroup on Linux, which nice alone does not reach: the group's share drops to nice 19
-    # too, so that anything else on the machine comes first.
-    setsid nohup sh -c 'echo 19 > /proc/self/autogroup 2> /dev/null; exec nice -n 19 "$0" "$@"' \
+    grid_cores="$CORES"
+    if [ "${SB3_REFERENCE:-1}" != 0 ] && [ "$CORES" -ge 2 ]; then
+      "$GRID/.venv/bin/pip" install -q -e "$GRID[sb3]" > "$GRID/sb3_install.log" 2>&1 \
+        || die "installing stable-baselines3 failed (log: $GRID/sb3_install.log)"
+      left="$("$GRID/.venv/bin/python" "$GRID/benchmarks/mujoco_sb3_reference.py" "${SB3_ARGS[@]}" --count)"
+      if [ "$left" -gt 0 ]; then
+        background "$GRID/sb3.pid" "$GRID/sb3.log" \
+          "$GRID/.venv/bin/python" "$GRID/benchmarks/mujoco_sb3_reference.py" "${SB3_ARGS[@]}"
+        grid_cores=$((CORES - 1))
+        echo "paper_grid: $left SB3 reference runs on one core (log: $GRID/sb3.log)"
+      fi
+    fi
+    echo "$(date -Is) start $rev studies=[$STUDIES] group_size=$GROUP_SIZE cores=$grid_cores" >> "$GRID/grid.history"
+    background "$GRID/grid.pid" "$LOG" \
       "$GRID/.venv/bin/snakemake" --directory "$GRID" --snakefile "$GRID/workflow/Snakefile" \
-      --cores "$CORES" --keep-going --rerun-incomplete \
-      --config "studies=[$STUDIES]" scale=paper group_size="$GROUP_SIZE" > "$LOG" 2>&1 < /dev/null &
-    echo $! > "$GRID/grid.pid"
-    echo "paper_grid: training in $GRID at ${rev:0:10} (log: $LOG)"
+      --cores "$grid_cores" --keep-going --rerun-incomplete \
+      --config "studies=[$STUDIES]" scale=paper group_size="$GROUP_SIZE"
+    echo "paper_grid: training in $GRID at ${rev:0:10} on $grid_cores cores (log: $LOG)"
     ;;
   status)
     if running; then echo "running in $GRID"; else echo "not running"; fi
-    (cd "$REPO" && .venv/bin/python -m ppo.publish --status --from "$GRID" "${@:2}")
+    if sb3_running; then echo "SB3 reference runs: training (log: $GRID/sb3.log)"; fi
+    (cd "$REPO" && .venv/bin/python -m ppo.publish --status --from "$GRID" --sb3 "$GRID/results/sb3_reference" "${@:2}")
     ;;
   publish)
     # more sources (an unpacked ppo.batch archive): scripts/paper_grid.sh publish --from DIR
-    (cd "$REPO" && .venv/bin/python -m ppo.publish --from "$GRID" "${@:2}" --commit)
+    (cd "$REPO" && .venv/bin/python -m ppo.publish --from "$GRID" --sb3 "$GRID/results/sb3_reference" "${@:2}" --commit)
     ;;
   watch)
     # Finished runs are committed as they come, so that none depends on this machine being kept; a
     # publish that finds the repository busy (another git command) is tried again next time.
-    while running; do
-      (cd "$REPO" && .venv/bin/python -m ppo.publish --from "$GRID" --commit) 2>&1 | head -1 || true
+    while running || sb3_running; do
+      (cd "$REPO" && .venv/bin/python -m ppo.publish --from "$GRID" --sb3 "$GRID/results/sb3_reference" --commit) \
+        2>&1 | head -1 || true
       sleep "$(( ${2:-10} * 60 ))"
     done
     ;;
   stop)
-    if running; then
-      pkill -s "$(cat "$GRID/grid.pid")"
-      for _ in $(seq 60); do running || break; sleep 1; done  # Snakemake cleans up before it exits
+    if running || sb3_running; then
+      sb3_running && pkill -s "$(cat "$GRID/sb3.pid")"
+      running && pkill -s "$(cat "$GRID/grid.pid")"
+      for _ in $(seq 60); do { running || sb3_running; } || break; sleep 1; done  # Snakemake cleans up first
     else
       echo "not running"
     fi

@@ -121,3 +121,34 @@ def test_the_dataset_is_windowed_and_small():
         assert per_window(table) is table, f"{path}: more than one row in a window of steps"
     size = sum(f.stat().st_size for f in PUBLISHED.rglob("*") if f.is_file())
     assert size <= 40e6, f"published/ holds {size / 1e6:.1f} MB, over the 40 MB the dataset may take"
+
+
+def test_sb3_reference_runs_are_skipped_once_finished_or_published_and_counted(tmp_path, capsys):
+    """The SB3 reference queue of scripts/paper_grid.sh: it trains only the runs neither its own folder nor
+    the published ones hold, and ppo.publish publishes and counts what it finished."""
+    import importlib.util
+    path = Path(__file__).resolve().parent.parent / "benchmarks/mujoco_sb3_reference.py"
+    spec = importlib.util.spec_from_file_location("mujoco_sb3_reference", path)
+    reference = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(reference)
+
+    out, published = tmp_path / "sb3_reference", tmp_path / "published"
+    for folder, task, seed in [(out, "Hopper-v5", 0), (published / "sb3_reference", "Walker2d-v5", 1)]:
+        (folder / task / f"seed{seed}").mkdir(parents=True)
+        pd.DataFrame({"global_step": [1000], "episode_return": [12.5], "episode_length": [1000]}).to_parquet(
+            folder / task / f"seed{seed}" / "episodes.parquet")
+        (folder / task / f"seed{seed}" / "manifest.json").write_text("{}")
+    args = ["--out-dir", str(out), "--skip-in", str(published / "sb3_reference"), "--count"]
+    assert reference.main(args) == 0 and capsys.readouterr().out.strip() == "7"  # 3 tasks x 3 seeds, 2 done
+    assert reference.main(args[:2] + ["--tasks", "Hopper-v5", "--seeds", "0"]) == 0
+    assert capsys.readouterr().out.strip() == "every requested run has finished"
+
+    from ppo.publish import publish_sb3, status
+    assert publish_sb3(out, published) == ["sb3_reference:Hopper-v5/seed0"]
+    assert publish_sb3(out, published) == []  # nothing twice
+    kept = pd.read_parquet(published / "sb3_reference/Hopper-v5/seed0/episodes.parquet")
+    assert kept["episode_return"].tolist() == [12.5]
+    (out / "HalfCheetah-v5" / "seed2").mkdir(parents=True)
+    (out / "HalfCheetah-v5" / "seed2" / "manifest.json").write_text("{}")
+    assert "sb3_reference: 2 runs published, 1 more finished, not yet published" in \
+        status([], published, sb3_sources=(out,)).splitlines()
