@@ -27,7 +27,7 @@ import gymnasium as gym
 import pandas as pd
 import torch
 
-from sb3_episodes import episode_recorder  # noqa: E402 (benchmarks/ is the script's folder)
+from sb3_episodes import episode_recorder, silent  # noqa: E402 (benchmarks/ is the script's folder)
 
 gym.register_envs(ale_py)
 
@@ -47,9 +47,9 @@ def train_sb3(game: str, steps: int, seed: int) -> tuple[pd.DataFrame, float]:
         return lambda progress_remaining: start * progress_remaining  # α: 1 -> 0 over the run
 
     episodes = episode_recorder()
-    model = PPO("CnnPolicy", env, n_steps=128, batch_size=256, n_epochs=3, learning_rate=anneal(2.5e-4),
-                clip_range=anneal(0.1), ent_coef=0.01, vf_coef=1.0, max_grad_norm=0.5, gamma=0.99,
-                gae_lambda=0.95, device="cpu", seed=seed, verbose=0)
+    model = silent(PPO("CnnPolicy", env, n_steps=128, batch_size=256, n_epochs=3, learning_rate=anneal(2.5e-4),
+                       clip_range=anneal(0.1), ent_coef=0.01, vf_coef=1.0, max_grad_norm=0.5, gamma=0.99,
+                       gae_lambda=0.95, device="cpu", seed=seed, verbose=0))
     start = time.perf_counter()
     model.learn(total_timesteps=steps, callback=episodes)
     rate = model.num_timesteps / (time.perf_counter() - start)

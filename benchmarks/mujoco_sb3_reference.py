@@ -46,7 +46,7 @@ def train(task: str, seed: int, steps: int, out_dir: Path) -> str:
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
     from ppo import records
-    from sb3_episodes import episode_recorder
+    from sb3_episodes import episode_recorder, silent
 
     torch.set_num_threads(1)
     env = VecNormalize(DummyVecEnv([lambda: Monitor(gym.make(task))]), norm_obs=True, norm_reward=False,
@@ -54,7 +54,7 @@ def train(task: str, seed: int, steps: int, out_dir: Path) -> str:
     env.seed(seed)
 
     policy = {**POLICY, "activation_fn": getattr(torch.nn, POLICY["activation_fn"])}
-    model = PPO("MlpPolicy", env, policy_kwargs=policy, device="cpu", seed=seed, verbose=0, **SETTINGS)
+    model = silent(PPO("MlpPolicy", env, policy_kwargs=policy, device="cpu", seed=seed, verbose=0, **SETTINGS))
     episodes = episode_recorder()
     start = time.perf_counter()
     model.learn(total_timesteps=steps, callback=episodes)

@@ -24,3 +24,12 @@ def episode_recorder():
             return pd.DataFrame(self.rows, columns=["global_step", "episode_return", "episode_length"])
 
     return Episodes()
+
+
+def silent(model):
+    """``model`` with a logger that writes nothing: left to itself, SB3's ``learn`` makes a logger folder
+    /tmp/SB3-<date> that it never removes, one per call."""
+    from stable_baselines3.common.logger import Logger
+
+    model.set_logger(Logger(folder=None, output_formats=[]))
+    return model

@@ -239,12 +239,14 @@ def sb3_steps_per_second(task: str, steps: int) -> float:
         from atari_sb3_reference import train_sb3
         return train_sb3(task.removeprefix("ALE/").removesuffix("-v5"), steps, 0)[1]
     from stable_baselines3 import PPO  # optional dependency
+    from sb3_episodes import silent
 
     env = gym.make(task)
     model = PPO("MlpPolicy", env, n_steps=2048, batch_size=64, n_epochs=10, learning_rate=3e-4, gamma=0.99,
                 gae_lambda=0.95, clip_range=0.2, ent_coef=0.0, vf_coef=1.0, max_grad_norm=1e9,
                 policy_kwargs={"net_arch": {"pi": [64, 64], "vf": [64, 64]}, "activation_fn": torch.nn.Tanh},
                 device="cpu", seed=0, verbose=0)
+    silent(model)
     start = time.perf_counter()
     model.learn(total_timesteps=steps)
     return steps / (time.perf_counter() - start)
