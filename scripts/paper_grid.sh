@@ -7,10 +7,10 @@
 #   scripts/paper_grid.sh status        what is running, what has finished, core-hours so far
 #   scripts/paper_grid.sh publish [--from DIR]   copy finished runs' records into published/, commit them
 #   scripts/paper_grid.sh watch [MIN]   publish every MIN minutes (default 10) while the grid runs
-#   scripts/paper_grid.sh stop
+#   scripts/paper_grid.sh stop [grid]   stop both, or the grid alone (the SB3 runs have no checkpoints)
 #
 # The clone ($GRID, default ../ppo-grid beside this repo) is never the tree being edited. Training runs
-# under nice, in jobs of at most $GROUP_SIZE runs (15-40 minutes each on 2 cores). A group checkpoints
+# under nice, in jobs of at most $GROUP_SIZE runs (10-45 minutes each on one core). A group checkpoints
 # every 10 updates, so a stopped session costs at most that much per job: `start` again resumes from the
 # checkpoints when the clone survived, and trains from the beginning when it did not. Runs already in
 # published/ at the clone's revision are copied, not trained.
@@ -23,7 +23,11 @@ set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 GRID="${GRID:-$(dirname "$REPO")/ppo-grid}"
 STUDIES="${STUDIES:-table1,figure3}"
-GROUP_SIZE="${GROUP_SIZE:-3}"
+# Groups of 11 runs of a task: 1.7-2.6x the steps/s per core of groups of 3 on HalfCheetah, Reacher,
+# InvertedPendulum and Swimmer (benchmarks/throughput.py --groups 3 11, 2026-11-24: the batched update
+# spreads over more runs), and 10-45 minutes a job on one core. Figure 3's groups are
+# 3 seeds of one algorithm whatever the size. ppo.batch must plan with the same size to share checkpoints.
+GROUP_SIZE="${GROUP_SIZE:-11}"
 CORES="${CORES:-$(nproc)}"
 LOG="$GRID/grid.log"
 
@@ -45,7 +49,7 @@ background() {  # background PIDFILE LOGFILE COMMAND...
 case "${1:-status}" in
   start)
     rev="$(git -C "$REPO" rev-parse "${2:-HEAD}")"
-    { running || sb3_running; } && die "already running in $GRID (scripts/paper_grid.sh stop first)"
+    running && die "already running in $GRID (scripts/paper_grid.sh stop first)"
     [ -d "$GRID/.git" ] || git clone -q --no-checkout "$REPO" "$GRID"
     git -C "$GRID" fetch -q "$REPO" "$rev"
     git -C "$GRID" checkout -q --detach "$rev"
@@ -53,7 +57,10 @@ case "${1:-status}" in
     # A stopped session leaves Snakemake's lock behind; nothing else uses this clone (checked above).
     "$GRID/.venv/bin/snakemake" --directory "$GRID" --unlock > /dev/null 2>&1 || true
     grid_cores="$CORES"
-    if [ "${SB3_REFERENCE:-1}" != 0 ] && [ "$CORES" -ge 2 ]; then
+    if sb3_running; then  # left running when the grid alone was stopped: it keeps its core
+      grid_cores=$((CORES - 1))
+      echo "paper_grid: the SB3 reference runs go on (log: $GRID/sb3.log)"
+    elif [ "${SB3_REFERENCE:-1}" != 0 ] && [ "$CORES" -ge 2 ]; then
       "$GRID/.venv/bin/pip" install -q -e "$GRID[sb3]" > "$GRID/sb3_install.log" 2>&1 \
         || die "installing stable-baselines3 failed (log: $GRID/sb3_install.log)"
       left="$("$GRID/.venv/bin/python" "$GRID/benchmarks/mujoco_sb3_reference.py" "${SB3_ARGS[@]}" --count)"
@@ -91,14 +98,14 @@ case "${1:-status}" in
     ;;
   stop)
     if running || sb3_running; then
-      sb3_running && pkill -s "$(cat "$GRID/sb3.pid")"
+      [ "${2:-}" != grid ] && sb3_running && pkill -s "$(cat "$GRID/sb3.pid")"
       running && pkill -s "$(cat "$GRID/grid.pid")"
-      for _ in $(seq 60); do { running || sb3_running; } || break; sleep 1; done  # Snakemake cleans up first
+      for _ in $(seq 60); do running || { [ "${2:-}" != grid ] && sb3_running; } || break; sleep 1; done  # Snakemake cleans up first
     else
       echo "not running"
     fi
     ;;
   *)
-    die "usage: scripts/paper_grid.sh start [REV] | status | publish [--from DIR] | watch [MIN] | stop"
+    die "usage: scripts/paper_grid.sh start [REV] | status | publish [--from DIR] | watch [MIN] | stop [grid]"
     ;;
 esac
