@@ -69,7 +69,8 @@ def per_window(rows: pd.DataFrame, window_steps: int = WINDOW_STEPS) -> pd.DataF
         by_window = window.to_numpy()
         weighted = steps.groupby(by_window, sort=False).sum() / seconds.groupby(by_window, sort=False).sum()
         out["sps"] = out["sps"].where(grouped.size().to_numpy() == 1, weighted.to_numpy())
-    return out.reset_index(drop=True)[list(rows.columns)].astype(rows.dtypes.to_dict())
+    kept = {c: rows[c].dtype for c in rows.columns if how[c] != "mean"}  # a mean of integers stays a float
+    return out.reset_index(drop=True)[list(rows.columns)].astype(kept)
 
 
 def owned_runs(studies):
