@@ -121,6 +121,28 @@ def comparable_note(ref: pd.Series, our_version: str, our_steps: float, note_onl
     return "; ".join(parts)
 
 
+# The metrics that score the end of training as ours does (the last episodes of training), which a
+# disagreement is judged against; an evaluation's maximum over training, a tuned single run's final
+# agent and a bootstrap over an unstated window are shown beside ours but measure something else.
+SPREAD_METRICS = (SAME_METRIC, "final training reward, window not stated")
+SPREAD_COLUMNS = ["refs_low", "refs_high", "vs_refs"]
+
+
+def reference_spread(references: pd.DataFrame, our_steps: float, our_low: float, our_high: float) -> dict:
+    """Whether our interval lies wholly outside the references' spread: the lowest mean − std to the
+    highest mean + std (a missing std counts as 0) of the PPO rows at our budget whose metric is one of
+    SPREAD_METRICS. ``vs_refs`` is below, above or within; blank when no row qualifies."""
+    if not references.empty:
+        same_metric = references.apply(lambda r: reference_metric(r["source"], r["note"]) in SPREAD_METRICS, axis=1)
+        references = references[(references["steps"] == our_steps) & same_metric]
+    if references.empty:
+        return {"refs_low": math.nan, "refs_high": math.nan, "vs_refs": ""}
+    std = references["std"].fillna(0.0)
+    low, high = float((references["mean"] - std).min()), float((references["mean"] + std).max())
+    verdict = "below" if our_high < low else "above" if our_low > high else "within"
+    return {"refs_low": low, "refs_high": high, "vs_refs": verdict}
+
+
 REF_COLUMNS = [
     "ref_source", "ref_algo", "ref_env_version", "ref_steps", "ref_mean", "ref_std",
     "ref_n_seeds", "ref_metric", "comparable",
@@ -150,7 +172,9 @@ def per_task_reference(
     n_resamples: int = 10_000,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """Per task: our mean final score (bootstrap CI over seeds) beside each PPO reference row.
+    """Per task: our mean final score (bootstrap CI over seeds) beside each PPO reference row, and
+    whether it falls outside the references' spread (:func:`reference_spread`, the same on every row of
+    the task): a disagreement that needs a hypothesis (issue 15).
 
     Reference rows match on ``env`` == task name without version and an ``algo`` that
     names PPO (``ppo``/``ppo2``, not ``trpo``). A task with no reference keeps one row
@@ -179,6 +203,9 @@ def per_task_reference(
             "our_ci_high": ci.high,
         }
         matches = ppo_refs[ppo_refs["env"] == base["env"]]
+        one_seed = math.isnan(ci.low)  # no interval from one seed: its mean stands for it
+        base |= reference_spread(matches, our_steps, ci.point if one_seed else ci.low,
+                                 ci.point if one_seed else ci.high)
         if matches.empty:
             rows.append(base)
             continue
@@ -186,7 +213,7 @@ def per_task_reference(
             rows.append(base | reference_columns(ref, our_version, our_steps))
     columns = [
         "task", "env", "our_env_version", "our_steps", "our_n_seeds", "our_mean",
-        "our_ci_low", "our_ci_high", *REF_COLUMNS,
+        "our_ci_low", "our_ci_high", *SPREAD_COLUMNS, *REF_COLUMNS,
     ]
     out = pd.DataFrame(rows).reindex(columns=columns)
     return out.reset_index(drop=True)

@@ -13,6 +13,7 @@ from analysis.references import (
     format_steps,
     load_references,
     per_task_reference,
+    reference_spread,
     reference_metric,
     task_env_name,
 )
@@ -128,3 +129,32 @@ def test_sb3_difference_by_hand(tmp_path):
     # ours has no spread; SB3's two seeds (1, 3) give means 1, 2 or 3 -> differences 3, 2, 1
     assert (row["difference_ci_low"], row["difference_ci_high"]) == (1.0, 3.0)
     assert row["sb3_n_seeds"] == 2 and row["sb3_steps"] == 1000
+
+
+def test_reference_spread_judges_only_comparable_rows():
+    """The spread: lowest mean − std to highest mean + std over the rows at our budget that score the end
+    of training; a max-over-training row (Fujimoto) and a row at another budget do not count."""
+    refs = pd.DataFrame({
+        "source": ["vwxyzjn/cleanrl docs", "openai/baselines benchmarks_mujoco1M", "Fujimoto et al. 2018 TD3",
+                   "vwxyzjn/cleanrl docs"],
+        "env": "Hopper", "env_version": ["v4", "v2", "v1", "v4"], "algo": "ppo (x)",
+        "steps": [1_000_000, 1_000_000, 1_000_000, 2_000_000],
+        "mean": [2000.0, 2300.0, 3500.0, 500.0], "std": [200.0, math.nan, math.nan, 10.0], "n_seeds": 3,
+        "note": ["window 100", "page value = final reward", "metric = MAX over training of eval return", ""],
+    })
+    assert reference_spread(refs, 1_000_000, 1900.0, 2100.0) == {"refs_low": 1800.0, "refs_high": 2300.0,
+                                                                  "vs_refs": "within"}
+    assert reference_spread(refs, 1_000_000, 1500.0, 1799.0)["vs_refs"] == "below"
+    assert reference_spread(refs, 1_000_000, 2301.0, 2400.0)["vs_refs"] == "above"  # Fujimoto's 3500 is not a bound
+    assert reference_spread(refs, 50_000, 0.0, 1.0)["vs_refs"] == ""  # no row at that budget
+    assert reference_spread(refs.iloc[:0], 1_000_000, 0.0, 1.0)["vs_refs"] == ""
+
+
+def test_per_task_reference_marks_a_task_outside_the_spread():
+    scores = pd.DataFrame({"run_id": ["h0", "h1"], "task": "Hopper-v5", "variant": "clip_0.2", "score": [400.0, 600.0]})
+    manifests = pd.DataFrame({"run_id": ["h0", "h1"], "env_version": "v5", "total_steps": 1_000_000})
+    refs = _refs().assign(steps=1_000_000, note=["metric = MAX over training of eval return", "same", "window 100",
+                                                 "random"], source=["Fujimoto", "Fujimoto", "vwxyzjn/cleanrl", "D4RL"])
+    table = per_task_reference(scores, manifests, refs, "clip_0.2", n_resamples=2000)
+    # CleanRL's 900 ± 12 is the only comparable row: our [400, 600] lies below it, on every row of the task
+    assert table["vs_refs"].tolist() == ["below", "below"] and table["refs_low"].tolist() == [888.0, 888.0]
