@@ -25,12 +25,15 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from analysis.io import RunDataError, load_study  # noqa: E402
+from analysis.references import load_references, load_sb3_scores, per_task_reference, sb3_difference  # noqa: E402
 from analysis.scores import final_scores  # noqa: E402
 from analysis.table1 import TIE_MARGIN, clearly_below  # noqa: E402
 from ppo.progress import clock  # noqa: E402
 from ppo.study import load_study as load_study_config  # noqa: E402
 
 PUBLISHED_STUDIES = ("table1", "figure3")
+ANCHOR = "clip_0.2"
+REFERENCES = Path(__file__).resolve().parents[2] / "reference" / "mujoco_reference_scores.csv"
 
 
 def cells_of(lines) -> list[list[str]]:
@@ -108,8 +111,37 @@ def noise_note(table: str) -> str:
             + (f" Clearly below it: {', '.join(below)}." if below else " No setting is clearly below it."))
 
 
-def published_summary(published: Path) -> list[tuple[str, str, pd.DataFrame]]:
-    """Per published study: (title, note, table of mean final score by setting × task, complete cells only)."""
+def anchor_beside_references(published: Path, scores: pd.DataFrame, manifests: pd.DataFrame) -> tuple[str, str] | None:
+    """(note, markdown table): per task whose three ε = 0.2 seeds are published, their mean and interval
+    beside Stable-Baselines3 PPO with the same settings (published/sb3_reference) and the published PPO
+    numbers at 1M steps, with whether ours lies outside their spread (analysis.references)."""
+    complete = scores[scores["variant"] == ANCHOR].groupby("task")["score"].transform("size") >= 3
+    ours = scores[(scores["variant"] == ANCHOR) & complete]
+    if ours.empty:
+        return None
+    per_task = per_task_reference(ours, manifests, load_references(REFERENCES), ANCHOR).drop_duplicates("task")
+    sb3 = sb3_difference(ours, load_sb3_scores(published / "sb3_reference")).set_index("task")
+    rows = []
+    for r in per_task.itertuples():
+        theirs = sb3.loc[r.task] if r.task in sb3.index else None
+        rows.append([r.task, f"{r.our_mean:,.1f}", f"{r.our_ci_low:,.1f} to {r.our_ci_high:,.1f}",
+                     "" if theirs is None else f"{theirs.sb3_mean:,.1f} ({int(theirs.sb3_n_seeds)} of 3 seeds)",
+                     "" if not r.vs_refs else f"{r.refs_low:,.1f} to {r.refs_high:,.1f}", r.vs_refs or "no reference"])
+    head = ["task", "ours, v5", "95% interval over seeds", "SB3 PPO, v5, same settings",
+            "published PPO at 1M: spread", "ours vs the spread"]
+    table = "\n".join(["| " + " | ".join(head) + " |", "|---|" + "---:|" * 4 + "---|",
+                       *("| " + " | ".join(row) + " |" for row in rows)])
+    note = ("Clipping, ε = 0.2, per task with all 3 seeds published: mean of the last 100 training episodes. "
+            "SB3: benchmarks/mujoco_sb3_reference.py, the paper's settings on the same v5 task and budget. The spread: "
+            "the lowest mean − std to the highest mean + std of the published PPO numbers at 1M steps that score "
+            "the end of training (CleanRL's last 100 episodes on v4 and v2, baselines ppo2's final reward on v2; "
+            "reference/mujoco_reference_scores.csv). A task outside it is a disagreement to explain.")
+    return note, table
+
+
+def published_summary(published: Path) -> list[tuple[str, str, str]]:
+    """Per published study: (title, note, markdown table of mean final score by setting × task, complete
+    cells only); for Table 1 also ε = 0.2 beside the references (anchor_beside_references)."""
     out = []
     index_file = published / "INDEX.csv"
     if not index_file.exists():
@@ -134,7 +166,10 @@ def published_summary(published: Path) -> list[tuple[str, str, pd.DataFrame]]:
         note = (f"{len(manifests)} runs published so far, 1M steps each, 3 seeds per cell; mean of the last 100 "
                 f"training episodes, averaged over seeds (cells with all 3 seeds only). Training: {hours:.1f} "
                 "core-hours. Records and provenance: published/INDEX.csv.")
-        out.append((study, note, table))
+        out.append((f"{study} (paper scale)", note, markdown_table(table)))
+        beside = anchor_beside_references(published, scores, manifests) if study == "table1" else None
+        if beside is not None:
+            out.append((f"{study}: ε = 0.2 beside the references (paper scale)", *beside))
     return out
 
 
@@ -195,8 +230,8 @@ def main(argv=None) -> int:
     md += ["# The paper at its own scale: the project's published runs", ""]
     if not published:
         md += ["No paper-scale runs are published yet.", ""]
-    for study, note, table in published:
-        md += [f"## {study} (paper scale)", "", note, "", markdown_table(table), ""]
+    for title, note, table in published:
+        md += [f"## {title}", "", note, "", table, ""]
     args.out_md.parent.mkdir(parents=True, exist_ok=True)
     args.out_md.write_text("\n".join(md), encoding="utf-8")
 
