@@ -111,7 +111,7 @@ def publish(sources: list[Path], published: Path = PUBLISHED, studies: list | No
             if folder is None:
                 continue
             target = run_dir(published, study, run)
-            for name in RUN_FILES[:-1]:  # as write_run writes them today: per window, records.write_parquet
+            for name in RUN_FILES[:-1]:  # episodes as trained; updates and timing a row per WINDOW_STEPS
                 table = pd.read_parquet(folder / name)
                 records.write_parquet(table if name == "episodes.parquet" else per_window(table), target / name)
             # the manifest last: its presence means complete

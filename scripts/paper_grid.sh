@@ -16,7 +16,7 @@
 # published/ at the clone's revision are copied, not trained.
 #
 # The 9 SB3 reference runs (benchmarks/mujoco_sb3_reference.py: Hopper, Walker2d, HalfCheetah x 3 seeds,
-# about 50 minutes each on one core, no checkpoints) take one of the cores, one run at a time, until they
+# 23-50 minutes each on one core as the machine's speed varies, no checkpoints) take one of the cores, one run at a time, until they
 # are published; the grid gets the others. A larger machine can take grid jobs (ppo.batch) but not these,
 # whose length exceeds its calls. SB3_REFERENCE=0 leaves them out.
 set -euo pipefail
