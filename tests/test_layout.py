@@ -48,3 +48,15 @@ def test_the_job_refuses_before_training(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and run.run_id in err
     assert not output.parent.exists()
+
+
+def test_every_study_file_plans_runs_at_every_scale():
+    """A study file added to experiments/studies (table1_v4, the v4 check of issue 15) loads and plans."""
+    import yaml
+
+    from ppo.experiments import EXPERIMENTS_DIR
+    for path in sorted((EXPERIMENTS_DIR / "studies").glob("*.yaml")):
+        for scale in yaml.safe_load(path.read_text())["scales"]:
+            assert load_study(path.stem, scale).runs(), f"{path.stem} at {scale} plans no run"
+    v4 = load_study("table1_v4", "paper")
+    assert len(v4.runs()) == 21 and {r.task.rsplit("-", 1)[1] for r in v4.runs()} == {"v4"}

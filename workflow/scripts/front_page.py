@@ -31,7 +31,7 @@ from analysis.table1 import TIE_MARGIN, clearly_below  # noqa: E402
 from ppo.progress import clock  # noqa: E402
 from ppo.study import load_study as load_study_config  # noqa: E402
 
-PUBLISHED_STUDIES = ("table1", "figure3")
+PUBLISHED_STUDIES = ("table1", "figure3", "table1_v4")
 ANCHOR = "clip_0.2"
 REFERENCES = Path(__file__).resolve().parents[2] / "reference" / "mujoco_reference_scores.csv"
 
@@ -120,6 +120,7 @@ def anchor_beside_references(published: Path, scores: pd.DataFrame, manifests: p
     if ours.empty:
         return None
     per_task = per_task_reference(ours, manifests, load_references(REFERENCES), ANCHOR).drop_duplicates("task")
+    version = "/".join(sorted(per_task["our_env_version"].unique()))
     sb3 = sb3_difference(ours, load_sb3_scores(published / "sb3_reference")).set_index("task")
     rows = []
     for r in per_task.itertuples():
@@ -127,7 +128,7 @@ def anchor_beside_references(published: Path, scores: pd.DataFrame, manifests: p
         rows.append([r.task, f"{r.our_mean:,.1f}", f"{r.our_ci_low:,.1f} to {r.our_ci_high:,.1f}",
                      "" if theirs is None else f"{theirs.sb3_mean:,.1f} ({int(theirs.sb3_n_seeds)} of 3 seeds)",
                      "" if not r.vs_refs else f"{r.refs_low:,.1f} to {r.refs_high:,.1f}", r.vs_refs or "no reference"])
-    head = ["task", "ours, v5", "95% interval over seeds", "SB3 PPO, v5, same settings",
+    head = ["task", f"ours, {version}", "95% interval over seeds", "SB3 PPO, v5, same settings",
             "published PPO at 1M: spread", "ours vs the spread"]
     table = "\n".join(["| " + " | ".join(head) + " |", "|---|" + "---:|" * 4 + "---|",
                        *("| " + " | ".join(row) + " |" for row in rows)])
@@ -167,7 +168,7 @@ def published_summary(published: Path) -> list[tuple[str, str, str]]:
                 f"training episodes, averaged over seeds (cells with all 3 seeds only). Training: {hours:.1f} "
                 "core-hours. Records and provenance: published/INDEX.csv.")
         out.append((f"{study} (paper scale)", note, markdown_table(table)))
-        beside = anchor_beside_references(published, scores, manifests) if study == "table1" else None
+        beside = anchor_beside_references(published, scores, manifests) if study != "figure3" else None
         if beside is not None:
             out.append((f"{study}: ε = 0.2 beside the references (paper scale)", *beside))
     return out
