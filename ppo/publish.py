@@ -30,7 +30,9 @@ from .layout import RUN_FILES, run_dir
 from .study import is_current, load_study
 
 PUBLISHED = PROJECT_ROOT / "published"
-STUDIES = ("table1", "figure3", "table1_v4")  # table1_v4: ε = 0.2 on the v4 tasks, a check of Table 1
+# Table 1 and Figure 3, and two checks of them: ε = 0.2 on the v4 tasks (CleanRL's version) and with
+# bootstrapping at time limits (as SB3 does), experiments/studies/table1_v4.yaml and table1_bootstrap.yaml.
+STUDIES = ("table1", "figure3", "table1_v4", "table1_bootstrap")
 SCALE = "paper"
 # The dataset keeps a row of updates.parquet and timing.parquet per this many environment steps of a run:
 # one PPO iteration at the paper's horizon, about 26 of A2C's 80-step updates. A row per A2C update made

@@ -29,9 +29,9 @@ from analysis.references import load_references, load_sb3_scores, per_task_refer
 from analysis.scores import final_scores  # noqa: E402
 from analysis.table1 import TIE_MARGIN, clearly_below  # noqa: E402
 from ppo.progress import clock  # noqa: E402
+from ppo.publish import STUDIES as PUBLISHED_STUDIES  # noqa: E402
 from ppo.study import load_study as load_study_config  # noqa: E402
 
-PUBLISHED_STUDIES = ("table1", "figure3", "table1_v4")
 ANCHOR = "clip_0.2"
 REFERENCES = Path(__file__).resolve().parents[2] / "reference" / "mujoco_reference_scores.csv"
 
