@@ -23,7 +23,7 @@ set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 GRID="${GRID:-$(dirname "$REPO")/ppo-grid}"
 # and two checks of Table 1 (ppo.publish.STUDIES): ε = 0.2 on the v4 tasks (21 runs), beside CleanRL's
-# v4 numbers, and bootstrapping at time limits as SB3 does (9 runs), beside the SB3 reference runs
+# v4 numbers, and bootstrapping at time limits as SB3 does (15 runs), beside the SB3 reference runs
 STUDIES="${STUDIES:-table1,figure3,table1_v4,table1_bootstrap}"
 # Groups of 11 runs of a task: 1.7-2.6x the steps/s per core of groups of 3 on HalfCheetah, Reacher,
 # InvertedPendulum and Swimmer (benchmarks/throughput.py --groups 3 11, 2026-11-24: the batched update
