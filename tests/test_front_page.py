@@ -15,6 +15,7 @@ def test_anchor_beside_references(tmp_path):
     scores = pd.DataFrame({
         "run_id": [f"Hopper-v5/clip_0.2/seed{k}" for k in range(3)] + ["Swimmer-v5/clip_0.2/seed0", "Hopper-v5/no_clip/seed0"],
         "task": ["Hopper-v5"] * 3 + ["Swimmer-v5", "Hopper-v5"], "variant": ["clip_0.2"] * 4 + ["no_clip"],
+        "variant_label": ["Clipping, ε = 0.2"] * 4 + ["No clipping or penalty"],
         "score": [1000.0, 1200.0, 1400.0, 50.0, 10.0]})
     manifests = scores[["run_id"]].assign(env_version="v5", total_steps=1_000_000)
     sb3 = tmp_path / "sb3_reference" / "Hopper-v5" / "seed0"
@@ -23,7 +24,7 @@ def test_anchor_beside_references(tmp_path):
         sb3 / "episodes.parquet")
     (sb3 / "manifest.json").write_text(json.dumps({"task": "Hopper-v5", "seed": 0, "total_steps": 1_000_000}))
 
-    note, table = front_page.anchor_beside_references(tmp_path, scores, manifests)
+    note, table = front_page.anchor_beside_references(tmp_path, scores, manifests, "clip_0.2")
     rows = front_page.cells_of(table.splitlines())
     assert rows[0][:2] == ["task", "ours, v5"] and len(rows) == 3  # header, rule, Hopper (Swimmer: one seed only)
     hopper = rows[2]
@@ -31,5 +32,5 @@ def test_anchor_beside_references(tmp_path):
     # The real reference table: Hopper's published PPO numbers at 1M that score the end of training reach
     # down to CleanRL's 2,231.1 − 656.7; ours lies wholly below.
     assert hopper[5] == "below" and hopper[4].startswith("1,574.4 to ")
-    assert "disagreement" in note
-    assert front_page.anchor_beside_references(tmp_path, scores[scores["task"] == "Swimmer-v5"], manifests) is None
+    assert "disagreement" in note and note.startswith("Clipping, ε = 0.2, per task")
+    assert front_page.anchor_beside_references(tmp_path, scores[scores["task"] == "Swimmer-v5"], manifests, "clip_0.2") is None

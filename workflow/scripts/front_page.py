@@ -32,7 +32,6 @@ from ppo.progress import clock  # noqa: E402
 from ppo.publish import STUDIES as PUBLISHED_STUDIES  # noqa: E402
 from ppo.study import load_study as load_study_config  # noqa: E402
 
-ANCHOR = "clip_0.2"
 REFERENCES = Path(__file__).resolve().parents[2] / "reference" / "mujoco_reference_scores.csv"
 
 
@@ -111,17 +110,19 @@ def noise_note(table: str) -> str:
             + (f" Clearly below it: {', '.join(below)}." if below else " No setting is clearly below it."))
 
 
-def anchor_beside_references(published: Path, scores: pd.DataFrame, manifests: pd.DataFrame) -> tuple[str, str] | None:
-    """(note, markdown table): per task whose three ε = 0.2 seeds are published, their mean and interval
-    beside Stable-Baselines3 PPO with the same settings (published/sb3_reference) and the published PPO
-    numbers at 1M steps, with whether ours lies outside their spread (analysis.references)."""
-    complete = scores[scores["variant"] == ANCHOR].groupby("task")["score"].transform("size") >= 3
-    ours = scores[(scores["variant"] == ANCHOR) & complete]
+def anchor_beside_references(published: Path, scores: pd.DataFrame, manifests: pd.DataFrame,
+                             anchor: str) -> tuple[str, str] | None:
+    """(note, markdown table): per task whose three seeds of the study's ``anchor`` are published, their mean
+    and interval beside Stable-Baselines3 PPO with the paper's settings (published/sb3_reference) and the
+    published PPO numbers at 1M steps, with whether ours lies outside their spread (analysis.references).
+    None for a study that publishes no anchor runs of its own (Figure 3: its PPO runs are Table 1's)."""
+    complete = scores[scores["variant"] == anchor].groupby("task")["score"].transform("size") >= 3
+    ours = scores[(scores["variant"] == anchor) & complete]
     if ours.empty:
         return None
-    per_task = per_task_reference(ours, manifests, load_references(REFERENCES), ANCHOR).drop_duplicates("task")
+    per_task = per_task_reference(ours, manifests, load_references(REFERENCES), anchor).drop_duplicates("task")
     version = "/".join(sorted(per_task["our_env_version"].unique()))
-    sb3 = sb3_difference(ours, load_sb3_scores(published / "sb3_reference")).set_index("task")
+    sb3 = sb3_difference(ours, load_sb3_scores(published / "sb3_reference"), anchor).set_index("task")
     rows = []
     for r in per_task.itertuples():
         theirs = sb3.loc[r.task] if r.task in sb3.index else None
@@ -132,7 +133,7 @@ def anchor_beside_references(published: Path, scores: pd.DataFrame, manifests: p
             "published PPO at 1M: spread", "ours vs the spread"]
     table = "\n".join(["| " + " | ".join(head) + " |", "|---|" + "---:|" * 4 + "---|",
                        *("| " + " | ".join(row) + " |" for row in rows)])
-    note = ("Clipping, ε = 0.2, per task with all 3 seeds published: mean of the last 100 training episodes. "
+    note = (f"{ours['variant_label'].iloc[0]}, per task with all 3 seeds published: mean of the last 100 training episodes. "
             "SB3: benchmarks/mujoco_sb3_reference.py, the paper's settings on the same v5 task and budget. The spread: "
             "the lowest mean − std to the highest mean + std of the published PPO numbers at 1M steps that score "
             "the end of training (CleanRL's last 100 episodes on v4 and v2, baselines ppo2's final reward on v2; "
@@ -142,7 +143,7 @@ def anchor_beside_references(published: Path, scores: pd.DataFrame, manifests: p
 
 def published_summary(published: Path) -> list[tuple[str, str, str]]:
     """Per published study: (title, note, markdown table of mean final score by setting × task, complete
-    cells only); for Table 1 also ε = 0.2 beside the references (anchor_beside_references)."""
+    cells only); then the study's anchor beside the references (anchor_beside_references)."""
     out = []
     index_file = published / "INDEX.csv"
     if not index_file.exists():
@@ -160,7 +161,8 @@ def published_summary(published: Path) -> list[tuple[str, str, str]]:
         if complete.empty:
             continue
         table = complete.pivot(index="variant_label", columns="task", values="mean").round(1)
-        order = [v.label for v in load_study_config(study, "paper").variants]  # the study's own row order
+        config = load_study_config(study, "paper")
+        order = [v.label for v in config.variants]  # the study's own row order
         table = table.reindex([label for label in order if label in table.index]
                               + [label for label in table.index if label not in order])
         hours = manifests.drop_duplicates("group" if "group" in manifests else "run_id")["wall_seconds"].sum() / 3600
@@ -168,9 +170,10 @@ def published_summary(published: Path) -> list[tuple[str, str, str]]:
                 f"training episodes, averaged over seeds (cells with all 3 seeds only). Training: {hours:.1f} "
                 "core-hours. Records and provenance: published/INDEX.csv.")
         out.append((f"{study} (paper scale)", note, markdown_table(table)))
-        beside = anchor_beside_references(published, scores, manifests) if study != "figure3" else None
+        beside = anchor_beside_references(published, scores, manifests, config.anchor)
         if beside is not None:
-            out.append((f"{study}: ε = 0.2 beside the references (paper scale)", *beside))
+            anchor_label = scores.loc[scores["variant"] == config.anchor, "variant_label"].iloc[0]
+            out.append((f"{study}: {anchor_label} beside the references (paper scale)", *beside))
     return out
 
 
