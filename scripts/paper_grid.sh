@@ -16,15 +16,12 @@
 # published/ at the clone's revision are copied, not trained.
 #
 # The 9 SB3 reference runs (benchmarks/mujoco_sb3_reference.py: Hopper, Walker2d, HalfCheetah x 3 seeds,
-# 23-50 minutes each on one core as the machine's speed varies, no checkpoints) take one of the cores, one run at a time, until they
+# 14-50 minutes each on one core as the machine's speed varies, no checkpoints) take one of the cores, one run at a time, until they
 # are published; the grid gets the others. A larger machine can take grid jobs (ppo.batch) but not these,
 # whose length exceeds its calls. SB3_REFERENCE=0 leaves them out.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 GRID="${GRID:-$(dirname "$REPO")/ppo-grid}"
-# and two checks of Table 1 (ppo.publish.STUDIES): ε = 0.2 on the v4 tasks (21 runs), beside CleanRL's
-# v4 numbers, and bootstrapping at time limits as SB3 does (15 runs), beside the SB3 reference runs
-STUDIES="${STUDIES:-table1,figure3,table1_v4,table1_bootstrap}"
 # Groups of 11 runs of a task: 1.7-2.6x the steps/s per core of groups of 3 on HalfCheetah, Reacher,
 # InvertedPendulum and Swimmer (benchmarks/throughput.py --groups 3 11, 2026-11-24: the batched update
 # spreads over more runs), and 10-45 minutes a job on one core. Figure 3's groups are
@@ -73,11 +70,13 @@ case "${1:-status}" in
         echo "paper_grid: $left SB3 reference runs on one core (log: $GRID/sb3.log)"
       fi
     fi
-    echo "$(date -Is) start $rev studies=[$STUDIES] group_size=$GROUP_SIZE cores=$grid_cores" >> "$GRID/grid.history"
+    # The studies the dataset publishes (ppo.publish.STUDIES: Table 1, Figure 3 and their checks), as the clone has them
+    studies="${STUDIES:-$(cd "$GRID" && .venv/bin/python -c 'from ppo.publish import STUDIES; print(",".join(STUDIES))')}"
+    echo "$(date -Is) start $rev studies=[$studies] group_size=$GROUP_SIZE cores=$grid_cores" >> "$GRID/grid.history"
     background "$GRID/grid.pid" "$LOG" \
       "$GRID/.venv/bin/snakemake" --directory "$GRID" --snakefile "$GRID/workflow/Snakefile" \
       --cores "$grid_cores" --keep-going --rerun-incomplete \
-      --config "studies=[$STUDIES]" scale=paper group_size="$GROUP_SIZE"
+      --config "studies=[$studies]" scale=paper group_size="$GROUP_SIZE"
     echo "paper_grid: training in $GRID at ${rev:0:10} on $grid_cores cores (log: $LOG)"
     ;;
   status)
