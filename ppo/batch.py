@@ -7,7 +7,7 @@ pipeline runs, with the configuration digests it plans (a job whose runs no long
 refused, as in the pipeline); the run folders and checkpoints come back as one archive that ``scripts/paper_grid.sh``
 publishes. A run's manifest records the machine it trained on.
 
-    python -m ppo.batch plan --studies table1 figure3 table1_v4 table1_bootstrap --scale paper --group-size 11 --only figure3 > jobs.tsv
+    python -m ppo.batch plan --studies table1 figure3 table1_v4 table1_bootstrap swimmer_details --scale paper --group-size 11 --only figure3 > jobs.tsv
     python -m ppo.batch run jobs.tsv --workers 16 --until 540
 """
 from __future__ import annotations

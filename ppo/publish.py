@@ -31,9 +31,10 @@ from .layout import RUN_FILES, run_dir
 from .study import is_current, load_study
 
 PUBLISHED = PROJECT_ROOT / "published"
-# Table 1 and Figure 3, and two checks of them: ε = 0.2 on the v4 tasks (CleanRL's version) and with
-# bootstrapping at time limits (as SB3 does), experiments/studies/table1_v4.yaml and table1_bootstrap.yaml.
-STUDIES = ("table1", "figure3", "table1_v4", "table1_bootstrap")
+# Table 1 and Figure 3, and three checks of them: ε = 0.2 on the v4 tasks (CleanRL's version), with
+# bootstrapping at time limits (as SB3 does), and ppo2's step-steadying details on Swimmer:
+# experiments/studies/table1_v4.yaml, table1_bootstrap.yaml and swimmer_details.yaml.
+STUDIES = ("table1", "figure3", "table1_v4", "table1_bootstrap", "swimmer_details")
 SCALE = "paper"
 # The dataset keeps a row of updates.parquet and timing.parquet per this many environment steps of a run:
 # one PPO iteration at the paper's horizon, about 26 of A2C's 80-step updates. A row per A2C update made
@@ -183,11 +184,23 @@ def status(sources: list[Path], published: Path = PUBLISHED, sb3_sources: tuple[
     return "\n".join(lines)
 
 
-def commit(added: list[str], repo: Path = PROJECT_ROOT) -> None:
-    """Commit published/ alone, whatever else the work tree holds."""
+def uncommitted(repo: Path = PROJECT_ROOT) -> bool:
+    """Whether published/ holds changes git has not committed (new, changed or deleted files)."""
+    changes = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--", "published"],
+                             capture_output=True, text=True, check=True).stdout
+    return bool(changes.strip())
+
+
+def commit(added: list[str], repo: Path = PROJECT_ROOT) -> bool:
+    """Commit published/ alone, whatever else the work tree holds; also what an earlier publish copied but
+    did not commit (its commit met another git command's lock). Returns whether there was anything."""
+    if not uncommitted(repo):
+        return False
     subprocess.run(["git", "-C", str(repo), "add", "published"], check=True)
-    message = f"published: {len(added)} paper-scale runs\n\n" + "\n".join(added)
+    message = (f"published: {len(added)} paper-scale runs\n\n" + "\n".join(added) if added
+               else "published: runs an earlier publish copied but did not commit")
     subprocess.run(["git", "-C", str(repo), "commit", "-q", "-m", message, "--", "published"], check=True)
+    return True
 
 
 def main(argv=None) -> int:
@@ -208,7 +221,7 @@ def main(argv=None) -> int:
         print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
     print(f"published {len(added)} runs" + "".join(f"\n  {a}" for a in added))
-    if added and args.commit:
+    if args.commit:
         commit(added)
     return 0
 

@@ -2,7 +2,7 @@
 # Train a batch of the paper-scale grid's groups on another machine (many cores, no Snakemake needed) and
 # pack what it made into archive parts small enough to carry back (docs/paper-scale.md):
 #
-#   here:   .venv/bin/python -m ppo.batch plan --studies table1 figure3 table1_v4 table1_bootstrap --scale paper --group-size 11 > jobs.tsv
+#   here:   .venv/bin/python -m ppo.batch plan --studies table1 figure3 table1_v4 table1_bootstrap swimmer_details --scale paper --group-size 11 > jobs.tsv
 #   there:  scripts/remote_batch.sh jobs.tsv 16 1500 OUTDIR     # 16 workers, stop jobs after 1500 s
 #   here:   cat OUTDIR/batch.tgz.part* | tar xzf - -C DIR && scripts/paper_grid.sh publish --from DIR
 #

@@ -162,3 +162,27 @@ def test_sb3_reference_runs_are_skipped_once_finished_or_published_and_counted(t
     (out / "HalfCheetah-v5" / "seed2" / "manifest.json").write_text("{}")
     assert "sb3_reference: 2 runs published, 1 more finished, not yet published" in \
         status([], published, sb3_sources=(out,)).splitlines()
+
+
+def test_commit_also_takes_what_an_earlier_publish_left_uncommitted(tmp_path):
+    """A publish whose commit met another git command's lock leaves its copies in published/; the next
+    publish commits them even when it adds nothing, and commits nothing else of the work tree."""
+    import subprocess
+
+    from ppo.publish import commit
+
+    def git(*args):
+        return subprocess.run(["git", "-C", str(tmp_path), *args], capture_output=True, text=True,
+                              check=True).stdout
+
+    git("init", "-q")
+    git("config", "user.email", "grid@example.org")
+    git("config", "user.name", "grid")
+    (tmp_path / "published").mkdir()
+    (tmp_path / "published" / "left.json").write_text("{}")
+    (tmp_path / "notes.txt").write_text("work in progress")
+    assert commit([], tmp_path) is True
+    assert git("ls-files").split() == ["published/left.json"]
+    assert "earlier publish" in git("log", "-1", "--format=%s")
+    assert commit([], tmp_path) is False  # nothing left: no empty commit
+    assert git("rev-list", "--count", "HEAD").strip() == "1"
