@@ -245,7 +245,6 @@ def sb3_difference(scores: pd.DataFrame, sb3: pd.DataFrame, variant: str = "clip
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    alpha = (1 - confidence) / 2
     rows = []
     ours_all = scores[scores["variant"] == variant]
     for task, theirs in sb3.groupby("task", sort=True):
@@ -253,11 +252,19 @@ def sb3_difference(scores: pd.DataFrame, sb3: pd.DataFrame, variant: str = "clip
         other = theirs["score"].to_numpy(float)
         if len(ours) == 0:
             continue
-        draws = (rng.choice(ours, (n_resamples, len(ours))).mean(axis=1)
-                 - rng.choice(other, (n_resamples, len(other))).mean(axis=1))
+        difference, low, high = difference_ci(ours, other, rng, n_resamples, confidence)
         rows.append({"task": task, "our_n_seeds": len(ours), "our_mean": ours.mean(), "sb3_n_seeds": len(other),
-                     "sb3_mean": other.mean(), "difference": ours.mean() - other.mean(),
-                     "difference_ci_low": float(np.quantile(draws, alpha)),
-                     "difference_ci_high": float(np.quantile(draws, 1 - alpha)),
-                     "sb3_steps": int(theirs["total_steps"].max())})
+                     "sb3_mean": other.mean(), "difference": difference, "difference_ci_low": low,
+                     "difference_ci_high": high, "sb3_steps": int(theirs["total_steps"].max())})
     return pd.DataFrame(rows, columns=SB3_COLUMNS)
+
+
+def difference_ci(a, b, rng, n_resamples: int = 10_000, confidence: float = 0.95) -> tuple[float, float, float]:
+    """mean(a) − mean(b) and its percentile bootstrap interval, resampling a's and b's values (seeds)
+    independently, with replacement."""
+    import numpy as np
+
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    draws = rng.choice(a, (n_resamples, len(a))).mean(axis=1) - rng.choice(b, (n_resamples, len(b))).mean(axis=1)
+    alpha = (1 - confidence) / 2
+    return float(a.mean() - b.mean()), float(np.quantile(draws, alpha)), float(np.quantile(draws, 1 - alpha))

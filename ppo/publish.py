@@ -34,7 +34,8 @@ PUBLISHED = PROJECT_ROOT / "published"
 # Table 1 and Figure 3, and three checks of them: ε = 0.2 on the v4 tasks (CleanRL's version), with
 # bootstrapping at time limits (as SB3 does), and ppo2's step-steadying details on Swimmer:
 # experiments/studies/table1_v4.yaml, table1_bootstrap.yaml and swimmer_details.yaml.
-STUDIES = ("table1", "figure3", "table1_v4", "table1_bootstrap", "swimmer_details")
+CHECKS = ("table1_v4", "table1_bootstrap", "swimmer_details")
+STUDIES = ("table1", "figure3", *CHECKS)
 SCALE = "paper"
 # The dataset keeps a row of updates.parquet and timing.parquet per this many environment steps of a run:
 # one PPO iteration at the paper's horizon, about 26 of A2C's 80-step updates. A row per A2C update made

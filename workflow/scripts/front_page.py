@@ -20,15 +20,24 @@ import re
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from analysis.io import RunDataError, load_study  # noqa: E402
-from analysis.references import load_references, load_sb3_scores, per_task_reference, sb3_difference  # noqa: E402
+from analysis.references import (  # noqa: E402
+    difference_ci,
+    load_references,
+    load_sb3_scores,
+    per_task_reference,
+    sb3_difference,
+    task_env_name,
+)
 from analysis.scores import final_scores  # noqa: E402
 from analysis.table1 import TIE_MARGIN, clearly_below  # noqa: E402
 from ppo.progress import clock  # noqa: E402
+from ppo.publish import CHECKS  # noqa: E402
 from ppo.publish import STUDIES as PUBLISHED_STUDIES  # noqa: E402
 from ppo.study import load_study as load_study_config  # noqa: E402
 
@@ -141,6 +150,58 @@ def anchor_beside_references(published: Path, scores: pd.DataFrame, manifests: p
     return note, table
 
 
+def checks_beside_table1(published: Path, n_resamples: int = 10_000, seed: int = 0) -> tuple[str, str] | None:
+    """(note, markdown table): every setting of the checks of Table 1 (ppo.publish.CHECKS) on each task whose
+    three seeds are published, beside Table 1's anchor on the same task at v5: the check's score and
+    interval, check − anchor with an interval that resamples both sides' seeds, SB3 on the same task and
+    version, and whether the check lies outside the published references' spread. A check that closes a
+    disagreement shows it here. None while no check has a complete task."""
+    table1_runs = published / "table1" / "paper" / "runs"
+    if not table1_runs.is_dir():
+        return None
+    anchor = load_study_config("table1", "paper").anchor
+    base = final_scores(load_study(table1_runs)[0])
+    base = base[base["variant"] == anchor]
+    anchor_by_env = {task_env_name(t): g["score"].to_numpy(float) for t, g in base.groupby("task") if len(g) >= 3}
+    sb3 = load_sb3_scores(published / "sb3_reference")
+    references = load_references(REFERENCES)
+    rng = np.random.default_rng(seed)
+    rows = []
+    for study in CHECKS:
+        runs_dir = published / study / "paper" / "runs"
+        if not runs_dir.is_dir():
+            continue
+        episodes, _, manifests = load_study(runs_dir)
+        scores = final_scores(episodes)
+        scores = scores[scores.groupby(["variant", "task"])["score"].transform("size") >= 3]
+        for variant, cells in scores.groupby("variant", sort=False):
+            spread = per_task_reference(cells, manifests, references, variant, n_resamples, seed).drop_duplicates("task")
+            for r in spread.itertuples():
+                check = cells.loc[cells["task"] == r.task, "score"].to_numpy(float)
+                base_scores = anchor_by_env.get(r.env)
+                diff = "" if base_scores is None else "{:+,.1f} ({:+,.1f} to {:+,.1f})".format(
+                    *difference_ci(check, base_scores, rng, n_resamples))
+                theirs = sb3.loc[sb3["task"] == r.task, "score"]
+                rows.append((r.env, PUBLISHED_STUDIES.index(study), [
+                    r.task, f"{study}: {cells['variant_label'].iloc[0]}",
+                    f"{r.our_mean:,.1f} ({r.our_ci_low:,.1f} to {r.our_ci_high:,.1f})",
+                    "" if base_scores is None else f"{base_scores.mean():,.1f}", diff,
+                    "" if theirs.empty else f"{theirs.mean():,.1f}",
+                    "" if not r.vs_refs else f"{r.refs_low:,.1f} to {r.refs_high:,.1f}", r.vs_refs or "no reference"]))
+    if not rows:
+        return None
+    head = ["task", "check: setting", "its score (95% interval)", f"Table 1's {anchor}, v5",
+            f"check − Table 1's {anchor} (95% interval)", "SB3 PPO, same task", "published PPO at 1M: spread",
+            "check vs the spread"]
+    table = "\n".join(["| " + " | ".join(head) + " |", "|---|---|" + "---:|" * 5 + "---|",
+                       *("| " + " | ".join(cells) + " |" for _, _, cells in sorted(rows, key=lambda r: r[:2]))])
+    note = ("Each check of Table 1 (experiments/studies/<check>.yaml says which disagreement it tests), per task with "
+            "all 3 seeds published: mean of the last 100 training episodes. The difference resamples the check's "
+            f"seeds and Table 1's {anchor} seeds on the same task (v5) independently; an interval wholly above or "
+            "below 0 is a change the check made. SB3 and the spread as in the tables above.")
+    return note, table
+
+
 def published_summary(published: Path) -> list[tuple[str, str, str]]:
     """Per published study: (title, note, markdown table of mean final score by setting × task, complete
     cells only); then the study's anchor beside the references (anchor_beside_references)."""
@@ -174,6 +235,9 @@ def published_summary(published: Path) -> list[tuple[str, str, str]]:
         if beside is not None:
             anchor_label = scores.loc[scores["variant"] == config.anchor, "variant_label"].iloc[0]
             out.append((f"{study}: {anchor_label} beside the references (paper scale)", *beside))
+    checks = checks_beside_table1(published)
+    if checks is not None:
+        out.append(("The checks of Table 1, beside it (paper scale)", *checks))
     return out
 
 
