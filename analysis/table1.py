@@ -89,6 +89,22 @@ def per_task_table(normalized: pd.DataFrame) -> pd.DataFrame:
     return consts.join(wide).reset_index()
 
 
+def final_entropy(updates: pd.DataFrame, manifests: pd.DataFrame, last_fraction: float = 0.1) -> pd.DataFrame:
+    """The policy's entropy at the end of training, setting x task: each run's mean over its updates in the
+    last ``last_fraction`` of its budget (finite values), then the mean over the setting's seeds on the task.
+    A setting whose entropy falls far below the others' has stopped exploring: where a larger policy step
+    scores lower, this says whether it collapsed the policy's spread (Table 1's Swimmer: issue 15)."""
+    meta = manifests.set_index("run_id")
+    rows = updates[["run_id", "global_step", "entropy"]].copy()
+    rows["start"] = rows["run_id"].map(meta["total_steps"]).astype(float) * (1 - last_fraction)
+    rows = rows[(rows["global_step"] > rows["start"]) & np.isfinite(rows["entropy"].to_numpy(dtype=float))]
+    per_run = rows.groupby("run_id")["entropy"].mean()
+    runs = meta.loc[per_run.index, ["task", "variant", "variant_label"]].assign(entropy=per_run.to_numpy())
+    wide = runs.pivot_table(index=["variant", "variant_label"], columns="task", values="entropy", aggfunc="mean")
+    wide.columns.name = None
+    return wide.reset_index()
+
+
 def table1(
     scores: pd.DataFrame,
     random_scores: pd.Series,

@@ -29,6 +29,7 @@ REPORTS = {
     "table1": Report(  # Table 1 beside the paper, with per-task and aggregate views
         "table1_report.py",
         (("table1.csv", "table1.rst"), ("table1.md", None), ("table1_per_task.csv", "table1_per_task.rst"),
+         ("policy_entropy.csv", "policy_entropy.rst"), ("policy_entropy.md", None),
          ("per_task_{anchor}.csv", "per_task_reference.rst"), ("per_task_{anchor}.md", None),
          ("curves_steps.png", "curves.rst"), ("curves_walltime.png", "curves_walltime.rst"),
          ("rank_agreement.json", None), ("sb3_comparison.csv", "sb3_comparison.rst"), ("sb3_comparison.md", None),

@@ -23,6 +23,7 @@ import pytest
 import scipy.stats
 
 from analysis.table1 import (
+    final_entropy,
     load_published_table1,
     normalize_scores,
     paper_rows,
@@ -178,3 +179,22 @@ def test_paper_checks_interval_reflects_seed_noise():
     # no_clip stays last unless the outlier is drawn at least twice (P = 7/27 = 0.259 per resample)
     assert abs((1 - checks["no_clip_last_fraction"]) - 7 / 27) < 0.03
     assert checks["n_resamples"] == 2000
+
+
+def test_final_entropy_by_hand():
+    """Budget 100 steps, last 10%: updates after step 90 count. Run a0 (T1, a): updates at 80, 95, 100 with
+    entropy 9, 1, 3 -> (1 + 3) / 2 = 2; run a1: 50, 100 with 7, NaN, 4 -> its finite last-10% value 4; the
+    setting on T1: (2 + 4) / 2 = 3. Run b0 (T1, b): at 100, entropy -1 -> -1. Run a2 (T2, a), budget 1000
+    (its own): updates at 950, 990, 1000 with 5, 6, 8 -> last 10% is after 900: (5 + 6 + 8) / 3."""
+    manifests = pd.DataFrame({
+        "run_id": ["a0", "a1", "b0", "a2"], "task": ["T1", "T1", "T1", "T2"], "variant": ["a", "a", "b", "a"],
+        "variant_label": ["A", "A", "B", "A"], "total_steps": [100, 100, 100, 1000]})
+    updates = pd.DataFrame({
+        "run_id": ["a0"] * 3 + ["a1"] * 3 + ["b0"] + ["a2"] * 3,
+        "global_step": [80, 95, 100, 50, 100, 100, 100, 950, 990, 1000],
+        "entropy": [9.0, 1.0, 3.0, 7.0, math.nan, 4.0, -1.0, 5.0, 6.0, 8.0]})
+    table = final_entropy(updates, manifests).set_index("variant")
+    assert list(table.columns) == ["variant_label", "T1", "T2"]
+    assert table.loc["a", "T1"] == pytest.approx(3.0) and table.loc["a", "T2"] == pytest.approx(19 / 3)
+    assert table.loc["b", "T1"] == -1.0 and math.isnan(table.loc["b", "T2"])
+    assert table.loc["a", "variant_label"] == "A"

@@ -8,7 +8,7 @@ Usage (from the repository root, or from a Snakemake ``shell:`` rule):
         --reference-dir reference --out-dir results/<study>/<scale>/report \
         --budget-note "50k steps per run instead of 1M"
 
-Writes table1.csv, table1.md, table1_per_task.csv, per_task_<variant>.csv/.md,
+Writes table1.csv, table1.md, table1_per_task.csv, policy_entropy.csv/.md, per_task_<variant>.csv/.md,
 curves_steps.png, curves_walltime.png, rank_agreement.json and sb3_comparison.csv/.md (the
 anchor beside published/sb3_reference, with --sb3-dir) into --out-dir (ppo/reports.py declares them), and the
 aggregate statistics of Agarwal et al. 2021 on the same normalised scores:
@@ -57,6 +57,7 @@ from analysis.references import (  # noqa: E402
 )
 from analysis.report_tables import write_table  # noqa: E402
 from analysis.table1 import (  # noqa: E402
+    final_entropy,
     load_published_table1,
     normalize_scores,
     paper_rows,
@@ -120,7 +121,7 @@ def write_aggregates(
 
 def run_report(args: argparse.Namespace) -> dict[str, Path]:
     """Compute every table and figure and write them; returns the written paths."""
-    episodes, _updates, manifests, random_scores, scores = load_scored_study(
+    episodes, updates, manifests, random_scores, scores = load_scored_study(
         args.runs, args.manifests, args.random, args.window)
     published = load_published_table1(args.reference_dir / "ppo2017_table1.csv")
     references = load_references(args.reference_dir / "mujoco_reference_scores.csv")
@@ -139,6 +140,11 @@ def run_report(args: argparse.Namespace) -> dict[str, Path]:
     per_task = per_task_table(normalized)
     per_task.to_csv(out / "table1_per_task.csv", index=False)
     written["table1_per_task"] = out / "table1_per_task.csv"
+
+    write_table(final_entropy(updates, manifests), out / "policy_entropy.csv", out / "policy_entropy.md", notes,
+                "Policy entropy at the end of training: mean over the updates of each run's last 10% of steps, "
+                "mean over seeds", 2)
+    written["policy_entropy"] = out / "policy_entropy.csv"
 
     stem = f"per_task_{args.variant.replace('_', '')}"
     refs = per_task_reference(scores, manifests, references, args.variant, args.n_resamples, args.seed)
