@@ -1,0 +1,161 @@
+#!/usr/bin/env python
+"""The paper-scale results as one markdown page with its figures, for readers of the repository who do not
+run anything: docs/results/README.md, written from the report that ``./repro paper`` builds from the
+published runs (results/<study>/paper/report/ and results/front_page.md), never typed by hand.
+
+    ./repro paper && python scripts/results_page.py            # results/ -> docs/results/
+
+Each study of ppo.publish.STUDIES contributes the outputs its report type lists in PAGE (tables as the report
+wrote them, each "difference from the paper" note once per study; figures copied beside the page). A missing
+output is an error naming the file: the page is whole or not written.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from analysis.report_tables import NOTES_HEADING  # noqa: E402
+from ppo.publish import STUDIES  # noqa: E402
+from ppo.study import load_study  # noqa: E402
+
+SCALE = "paper"
+# Per report type, what the page shows, in order ({anchor}: the study's anchor, as ppo/reports.py names it).
+PAGE = {
+    "table1": ("table1.md", "rank_agreement.json", "per_task_{anchor}.md", "sb3_comparison.md", "policy_entropy.md",
+               "curves_steps.png"),
+    "figure3": ("figure3_final_scores.md", "figure3_claim.md", "figure3_aggregate.md", "figure3_curves.png"),
+    "details": ("details_per_task.md", "details_effects.md", "details_claims.md"),
+}
+# The sections of the report's first page (front_page.py) that the page opens with.
+FRONT_SECTIONS = ("table1: Clipping, ε = 0.2 beside the references", "The checks of Table 1, beside it")
+
+
+def split_markdown(text: str) -> tuple[str, list[str], list[str]]:
+    """(title, notes, the rest) of a report's markdown file (analysis.report_tables.to_markdown's layout)."""
+    lines = text.splitlines()
+    title = lines[0].lstrip("#").strip() if lines and lines[0].startswith("#") else ""
+    body = lines[1:] if title else lines
+    notes, rest, in_notes = [], [], False
+    for line in body:
+        if line.strip() == f"**{NOTES_HEADING}**":
+            in_notes = True
+        elif in_notes and line.startswith("- "):
+            notes.append(line[2:])
+        elif in_notes and not line.strip():
+            continue
+        else:
+            in_notes = False
+            rest.append(line)
+    while rest and not rest[0].strip():
+        rest.pop(0)
+    while rest and not rest[-1].strip():
+        rest.pop()
+    return title, notes, rest
+
+
+def rank_agreement_lines(path: Path) -> list[str]:
+    """rank_agreement.json as the sentences a reader wants: ρ and its interval, no clipping's place, the best
+    setting and whether ε = 0.2 is within its interval, the settings whose rank moved most."""
+    data = json.loads(path.read_text())
+    checks = data.get("checks")
+    lines = [f"- Spearman ρ between our normalised scores and the paper's, over {data['n']} settings: "
+             f"{data['rho']:.2f} (p = {data['p']:.3f})."]
+    if checks:
+        low, high = checks["rho_ci"]
+        lines += [
+            f"- With the seeds resampled ({checks['n_resamples']:,} times; the best setting per task and the "
+            f"normalisation recomputed each time): ρ = {checks['rho']:.2f}, 95% interval {low:.2f} to {high:.2f}.",
+            f"- No clipping or penalty ranks {checks['no_clip_rank']} of {data['n']}"
+            f" (last in {checks['no_clip_last_fraction']:.0%} of the resamples).",
+            f"- Best setting: {checks['best_variant']} (95% interval of its score {checks['best_ci'][0]:.2f} to "
+            f"{checks['best_ci'][1]:.2f}); {checks['anchor']} scores {checks['anchor_score']:.2f}, "
+            + ("within" if checks["anchor_within_best_ci"] else "below")
+            + f" that interval, and is best in {checks['anchor_best_fraction']:.1%} of the resamples.",
+            "- Largest moves from the paper's ranks: " + "; ".join(
+                f"{m['variant']} {m['rank_ours']} (paper {m['rank_paper']:g})" for m in checks["largest_rank_moves"]) + ".",
+        ]
+    return lines
+
+
+def front_sections(front_page: Path) -> list[str]:
+    """The FRONT_SECTIONS of the report's first page, headings one level down."""
+    out, keep = [], False
+    for line in front_page.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#"):
+            keep = line.lstrip("#").strip().startswith(FRONT_SECTIONS)
+            if keep:
+                out += ["", "### " + line.lstrip("#").strip().replace(" (paper scale)", "")]
+            continue
+        if keep:
+            out.append(line)
+    return out
+
+
+def study_section(study, report_dir: Path, out_dir: Path) -> list[str]:
+    lines = [f"## {study.name}: {study.label}", ""]
+    seen: set[str] = set()
+    stem = study.anchor.replace("_", "")
+    for name in PAGE[study.report]:
+        path = report_dir / name.format(anchor=stem)
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: not found (build the report first: ./repro paper)")
+        if path.suffix == ".png":
+            target = out_dir / f"{study.name}_{path.name}"
+            shutil.copyfile(path, target)
+            lines += [f"![{study.name}: {path.stem}]({target.name})", ""]
+        elif path.suffix == ".json":
+            lines += ["### Rank agreement with the paper's Table 1", "", *rank_agreement_lines(path), ""]
+        else:
+            title, notes, rest = split_markdown(path.read_text(encoding="utf-8"))
+            new = [n for n in notes if n not in seen]
+            seen.update(new)
+            lines += [f"### {title}", ""]
+            if new:
+                lines += [f"**{NOTES_HEADING}**" + (" (besides those above)" if len(seen) > len(new) else ""), "",
+                          *(f"- {n}" for n in new), ""]
+            lines += [*rest, ""]
+    return lines
+
+
+def build(results: Path, published: Path, out_dir: Path) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                            text=True).stdout.strip() or "unknown"
+    n_runs = sum(1 for _ in (published / "INDEX.csv").open()) - 1 if (published / "INDEX.csv").is_file() else 0
+    lines = ["# The paper at its own scale: results", "",
+             f"Written by `python scripts/results_page.py` from the report `./repro paper` built out of the "
+             f"{n_runs} runs published in `published/` (commit {commit}): gymnasium MuJoCo v5 tasks (the checks "
+             "say where they use v4), 1M environment steps per run, 3 seeds per setting and task, scores the mean "
+             "return of each run's last 100 training episodes. Nothing here is typed by hand.", ""]
+    lines += ["## At a glance", *front_sections(results / "front_page.md"), ""]
+    for name in STUDIES:
+        study = load_study(name, SCALE)
+        lines += study_section(study, results / name / SCALE / "report", out_dir)
+    page = out_dir / "README.md"
+    page.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
+    return page
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--results", type=Path, default=ROOT / "results")
+    parser.add_argument("--published", type=Path, default=ROOT / "published")
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results")
+    args = parser.parse_args(argv)
+    try:
+        print(f"wrote {build(args.results, args.published, args.out)}")
+    except (OSError, ValueError, KeyError) as err:
+        print(f"results_page: error: {' '.join(str(err).split())}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

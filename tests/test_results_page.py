@@ -1,0 +1,75 @@
+"""scripts/results_page.py: the paper-scale results page is assembled from the report's own outputs (tables
+as written, each note once per study, figures copied), and refuses to write a partial page."""
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+spec = importlib.util.spec_from_file_location("results_page", ROOT / "scripts" / "results_page.py")
+results_page = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(results_page)
+
+RANKS = {"n": 11, "rho": 0.7, "p": 0.01, "checks": {
+    "rho": 0.7, "rho_ci": [0.4, 0.9], "no_clip_rank": 11, "no_clip_last_fraction": 1.0, "best_variant": "clip_0.1",
+    "best_ci": [0.8, 0.9], "anchor": "clip_0.2", "anchor_score": 0.77, "anchor_within_best_ci": False,
+    "anchor_best_fraction": 0.002, "largest_rank_moves": [{"variant": "clip_0.3", "rank_ours": 2, "rank_paper": 7.0}],
+    "n_resamples": 2000}}
+
+
+def table(title, notes, value):
+    return (f"# {title}\n\n**Differences from the paper**\n\n" + "".join(f"- {n}\n" for n in notes)
+            + f"\n| variant | score |\n|---|---:|\n| clip_0.2 | {value} |\n")
+
+
+def fake_results(root: Path, skip: str = "") -> Path:
+    for name in results_page.STUDIES:
+        study = results_page.load_study(name, "paper")
+        report = root / name / "paper" / "report"
+        report.mkdir(parents=True)
+        for i, file in enumerate(results_page.PAGE[study.report]):
+            path = report / file.format(anchor=study.anchor.replace("_", ""))
+            if path.name == skip:
+                continue
+            if path.suffix == ".png":
+                path.write_bytes(b"\x89PNG fake")
+            elif path.suffix == ".json":
+                path.write_text(json.dumps(RANKS))
+            else:
+                path.write_text(table(f"{name} {path.stem}", ["Budget: 1M steps.", f"only in {path.stem}"], i))
+    (root / "front_page.md").write_text(
+        "# What this run gives\n\n## table1 (paper scale)\n\nnot shown\n\n"
+        "## table1: Clipping, ε = 0.2 beside the references (paper scale)\n\nnote\n\n| task | ours |\n|---|---:|\n| Hopper-v5 | 1 |\n\n"
+        "## The checks of Table 1, beside it (paper scale)\n\n| task | check |\n|---|---|\n| Swimmer-v4 | v4 |\n")
+    return root
+
+
+def test_the_page_holds_every_output_once_with_notes_deduplicated(tmp_path):
+    results = fake_results(tmp_path / "results")
+    page = results_page.build(results, tmp_path / "published", tmp_path / "out")
+    text = page.read_text()
+    assert "| Hopper-v5 | 1 |" in text and "| Swimmer-v4 | v4 |" in text and "not shown" not in text
+    assert "ρ = 0.70, 95% interval 0.40 to 0.90" in text and "clip_0.3 2 (paper 7)" in text
+    assert "below that interval" in text and "last in 100% of the resamples" in text
+    # Each study's shared note once, each table's own note with it; every table's rows kept.
+    assert text.count("- Budget: 1M steps.") == len(results_page.STUDIES)
+    assert "- only in policy_entropy" in text and "| clip_0.2 | 4 |" in text
+    assert (tmp_path / "out" / "table1_curves_steps.png").read_bytes() == b"\x89PNG fake"
+    assert "![table1: curves_steps](table1_curves_steps.png)" in text
+    assert text.index("## table1:") < text.index("## figure3:") < text.index("## swimmer_details:")
+
+
+def test_a_missing_output_writes_no_page(tmp_path, capsys):
+    results = fake_results(tmp_path / "results", skip="figure3_claim.md")
+    assert results_page.main(["--results", str(results), "--out", str(tmp_path / "out")]) == 1
+    assert "figure3_claim.md: not found" in capsys.readouterr().err
+    assert not (tmp_path / "out" / "README.md").exists()
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("# T\n\n**Differences from the paper**\n\n- a\n- b\n\n| x |\n|---|\n| 1 |\n", ("T", ["a", "b"], ["| x |", "|---|", "| 1 |"])),
+    ("| x |\n|---|\n", ("", [], ["| x |", "|---|"])),
+])
+def test_split_markdown(text, expected):
+    assert results_page.split_markdown(text) == expected
