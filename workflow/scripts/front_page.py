@@ -150,6 +150,9 @@ def anchor_beside_references(published: Path, scores: pd.DataFrame, manifests: p
     return note, table
 
 
+DIFFERENCE = "{:+,.1f} ({:+,.1f} to {:+,.1f})"  # a difference and its interval
+
+
 def checks_beside_table1(published: Path, n_resamples: int = 10_000, seed: int = 0) -> tuple[str, str] | None:
     """(note, markdown table): every setting of the checks of Table 1 (ppo.publish.CHECKS) on each task whose
     three seeds are published, beside Table 1's anchor on the same task at v5: the check's score and
@@ -179,26 +182,26 @@ def checks_beside_table1(published: Path, n_resamples: int = 10_000, seed: int =
             for r in spread.itertuples():
                 check = cells.loc[cells["task"] == r.task, "score"].to_numpy(float)
                 base_scores = anchor_by_env.get(r.env)
-                diff = "" if base_scores is None else "{:+,.1f} ({:+,.1f} to {:+,.1f})".format(
-                    *difference_ci(check, base_scores, rng, n_resamples))
-                theirs = sb3.loc[sb3["task"] == r.task, "score"]
+                diff = "" if base_scores is None else DIFFERENCE.format(*difference_ci(check, base_scores, rng, n_resamples))
+                theirs = sb3.loc[sb3["task"] == r.task, "score"].to_numpy(float)
                 rows.append((r.env, PUBLISHED_STUDIES.index(study), [
                     r.task, f"{study}: {cells['variant_label'].iloc[0]}",
                     f"{r.our_mean:,.1f} ({r.our_ci_low:,.1f} to {r.our_ci_high:,.1f})",
                     "" if base_scores is None else f"{base_scores.mean():,.1f}", diff,
-                    "" if theirs.empty else f"{theirs.mean():,.1f}",
+                    "" if not theirs.size else f"{theirs.mean():,.1f}",
+                    "" if not theirs.size else DIFFERENCE.format(*difference_ci(check, theirs, rng, n_resamples)),
                     "" if not r.vs_refs else f"{r.refs_low:,.1f} to {r.refs_high:,.1f}", r.vs_refs or "no reference"]))
     if not rows:
         return None
     head = ["task", "check: setting", "its score (95% interval)", f"Table 1's {anchor}, v5",
-            f"check − Table 1's {anchor} (95% interval)", "SB3 PPO, same task", "published PPO at 1M: spread",
-            "check vs the spread"]
-    table = "\n".join(["| " + " | ".join(head) + " |", "|---|---|" + "---:|" * 5 + "---|",
+            f"check − Table 1's {anchor} (95% interval)", "SB3 PPO, same task", "check − SB3 (95% interval)",
+            "published PPO at 1M: spread", "check vs the spread"]
+    table = "\n".join(["| " + " | ".join(head) + " |", "|---|---|" + "---:|" * 6 + "---|",
                        *("| " + " | ".join(cells) + " |" for _, _, cells in sorted(rows, key=lambda r: r[:2]))])
     note = ("Each check of Table 1 (experiments/studies/<check>.yaml says which disagreement it tests), per task with "
             "all 3 seeds published: mean of the last 100 training episodes. The difference resamples the check's "
-            f"seeds and Table 1's {anchor} seeds on the same task (v5) independently; an interval wholly above or "
-            "below 0 is a change the check made. SB3 and the spread as in the tables above.")
+            f"seeds and Table 1's {anchor} seeds on the same task (v5) independently, and the check's and SB3's seeds; "
+            "an interval wholly above or below 0 is a change the check made. SB3 and the spread as in the tables above.")
     return note, table
 
 
