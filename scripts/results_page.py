@@ -1,20 +1,21 @@
 #!/usr/bin/env python
 """The paper-scale results as one markdown page with its figures, for readers of the repository who do not
-run anything: docs/results/README.md, written from the report that ``./repro paper`` builds from the
+run anything: docs/paper-results/README.md, written from the report that ``./repro paper`` builds from the
 published runs (results/<study>/paper/report/ and results/front_page.md), never typed by hand.
 
-    ./repro paper && python scripts/results_page.py            # results/ -> docs/results/
+    ./repro paper && python scripts/results_page.py            # results/ -> docs/paper-results/
 
 Each study of ppo.publish.STUDIES contributes the outputs its report type lists in PAGE (tables as the report
-wrote them, each "difference from the paper" note once per study; figures copied beside the page). A missing
-output is an error naming the file: the page is whole or not written.
+wrote them, each "difference from the paper" note once per study; figures copied beside the page). A study
+without a report yet (its runs not all published, so ``./repro paper`` was run on the others) is listed as
+pending; a report missing one of its outputs is an error naming the file, and no page is written.
 """
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -98,8 +99,20 @@ def front_sections(front_page: Path) -> list[str]:
     return out
 
 
+def provenance(report_dir: Path) -> dict:
+    """The report's provenance.csv (workflow/scripts/provenance.py) as a mapping; empty without one."""
+    path = report_dir / "provenance.csv"
+    if not path.is_file():
+        return {}
+    return dict(csv.reader(path.read_text(encoding="utf-8").splitlines()[1:]))
+
+
 def study_section(study, report_dir: Path, out_dir: Path) -> list[str]:
+    built = provenance(report_dir)
     lines = [f"## {study.name}: {study.label}", ""]
+    if built:
+        lines += [f"Runs: {built.get('runs_status', '?')}; report built at commit {built.get('git_commit', '?')[:12]} "
+                  f"on {built.get('written_utc', '?')} UTC.", ""]
     seen: set[str] = set()
     stem = study.anchor.replace("_", "")
     for name in PAGE[study.report]:
@@ -124,20 +137,26 @@ def study_section(study, report_dir: Path, out_dir: Path) -> list[str]:
     return lines
 
 
-def build(results: Path, published: Path, out_dir: Path) -> Path:
+def build(results: Path, out_dir: Path) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short=12", "HEAD"], capture_output=True,
-                            text=True).stdout.strip() or "unknown"
-    n_runs = sum(1 for _ in (published / "INDEX.csv").open()) - 1 if (published / "INDEX.csv").is_file() else 0
     lines = ["# The paper at its own scale: results", "",
-             f"Written by `python scripts/results_page.py` from the report `./repro paper` built out of the "
-             f"{n_runs} runs published in `published/` (commit {commit}): gymnasium MuJoCo v5 tasks (the checks "
-             "say where they use v4), 1M environment steps per run, 3 seeds per setting and task, scores the mean "
-             "return of each run's last 100 training episodes. Nothing here is typed by hand.", ""]
+             "Written by `python scripts/results_page.py` from the report `./repro paper` builds out of the runs "
+             "published in `published/` (each section names its runs and the commit that built its report): "
+             "gymnasium MuJoCo v5 tasks (the checks say where they use v4), 1M environment steps per run, 3 seeds "
+             "per setting and task, scores the mean return of each run's last 100 training episodes. Nothing here "
+             "is typed by hand.", ""]
     lines += ["## At a glance", *front_sections(results / "front_page.md"), ""]
+    pending = []
     for name in STUDIES:
         study = load_study(name, SCALE)
-        lines += study_section(study, results / name / SCALE / "report", out_dir)
+        report_dir = results / name / SCALE / "report"
+        if not report_dir.is_dir():
+            pending.append(name)
+            continue
+        lines += study_section(study, report_dir, out_dir)
+    if pending:
+        lines += ["## Pending", "", f"Not in this page yet: {', '.join(pending)}, whose runs are not all published "
+                  "(`scripts/paper_grid.sh status`); their published runs are in the tables at the top.", ""]
     page = out_dir / "README.md"
     page.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
     return page
@@ -146,11 +165,10 @@ def build(results: Path, published: Path, out_dir: Path) -> Path:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=ROOT / "results")
-    parser.add_argument("--published", type=Path, default=ROOT / "published")
-    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results")
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "paper-results")
     args = parser.parse_args(argv)
     try:
-        print(f"wrote {build(args.results, args.published, args.out)}")
+        print(f"wrote {build(args.results, args.out)}")
     except (OSError, ValueError, KeyError) as err:
         print(f"results_page: error: {' '.join(str(err).split())}", file=sys.stderr)
         return 1

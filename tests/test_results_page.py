@@ -23,8 +23,8 @@ def table(title, notes, value):
             + f"\n| variant | score |\n|---|---:|\n| clip_0.2 | {value} |\n")
 
 
-def fake_results(root: Path, skip: str = "") -> Path:
-    for name in results_page.STUDIES:
+def fake_results(root: Path, skip: str = "", studies=results_page.STUDIES) -> Path:
+    for name in studies:
         study = results_page.load_study(name, "paper")
         report = root / name / "paper" / "report"
         report.mkdir(parents=True)
@@ -38,6 +38,8 @@ def fake_results(root: Path, skip: str = "") -> Path:
                 path.write_text(json.dumps(RANKS))
             else:
                 path.write_text(table(f"{name} {path.stem}", ["Budget: 1M steps.", f"only in {path.stem}"], i))
+    (root / "table1" / "paper" / "report" / "provenance.csv").write_text(
+        "key,value\nruns_status,completed (231 runs)\ngit_commit,0123456789abcdef\nwritten_utc,2026-11-24 16:25:15\n")
     (root / "front_page.md").write_text(
         "# What this run gives\n\n## table1 (paper scale)\n\nnot shown\n\n"
         "## table1: Clipping, ε = 0.2 beside the references (paper scale)\n\nnote\n\n| task | ours |\n|---|---:|\n| Hopper-v5 | 1 |\n\n"
@@ -47,8 +49,9 @@ def fake_results(root: Path, skip: str = "") -> Path:
 
 def test_the_page_holds_every_output_once_with_notes_deduplicated(tmp_path):
     results = fake_results(tmp_path / "results")
-    page = results_page.build(results, tmp_path / "published", tmp_path / "out")
+    page = results_page.build(results, tmp_path / "out")
     text = page.read_text()
+    assert "Runs: completed (231 runs); report built at commit 0123456789ab on 2026-11-24 16:25:15 UTC." in text
     assert "| Hopper-v5 | 1 |" in text and "| Swimmer-v4 | v4 |" in text and "not shown" not in text
     assert "ρ = 0.70, 95% interval 0.40 to 0.90" in text and "clip_0.3 2 (paper 7)" in text
     assert "below that interval" in text and "last in 100% of the resamples" in text
@@ -73,3 +76,10 @@ def test_a_missing_output_writes_no_page(tmp_path, capsys):
 ])
 def test_split_markdown(text, expected):
     assert results_page.split_markdown(text) == expected
+
+
+def test_a_study_without_a_report_is_listed_as_pending(tmp_path):
+    results = fake_results(tmp_path / "results", studies=("table1", "figure3"))
+    text = results_page.build(results, tmp_path / "out").read_text()
+    assert "## figure3:" in text and "## table1_v4:" not in text
+    assert "Not in this page yet: " + ", ".join(results_page.STUDIES[2:]) in text
