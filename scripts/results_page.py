@@ -65,6 +65,8 @@ def rank_agreement_lines(path: Path) -> list[str]:
     """rank_agreement.json as the sentences a reader wants: ρ and its interval, no clipping's place, the best
     setting and whether ε = 0.2 is within its interval, the settings whose rank moved most."""
     data = json.loads(path.read_text())
+    if data.get("rho") is None:  # a check with one setting: no ranks to compare
+        return [f"- Not defined: {data['n']} setting(s) with a value in the paper's Table 1 (3 or more needed)."]
     checks = data.get("checks")
     lines = [f"- Spearman ρ between our normalised scores and the paper's, over {data['n']} settings: "
              f"{data['rho']:.2f} (p = {data['p']:.3f})."]

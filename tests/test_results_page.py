@@ -83,3 +83,10 @@ def test_a_study_without_a_report_is_listed_as_pending(tmp_path):
     text = results_page.build(results, tmp_path / "out").read_text()
     assert "## figure3:" in text and "## table1_v4:" not in text
     assert "Not in this page yet: " + ", ".join(results_page.STUDIES[2:]) in text
+
+
+def test_a_study_of_one_setting_has_no_rank_agreement(tmp_path):
+    path = tmp_path / "rank_agreement.json"
+    path.write_text(json.dumps({"n": 1, "rho": None, "p": None}))
+    assert results_page.rank_agreement_lines(path) == [
+        "- Not defined: 1 setting(s) with a value in the paper's Table 1 (3 or more needed)."]
