@@ -15,6 +15,7 @@ user's reduced run is from the paper's budget.
 from __future__ import annotations
 
 import argparse
+import functools
 import html
 import re
 import sys
@@ -153,6 +154,14 @@ def anchor_beside_references(published: Path, scores: pd.DataFrame, manifests: p
 DIFFERENCE = "{:+,.1f} ({:+,.1f} to {:+,.1f})"  # a difference and its interval
 
 
+@functools.cache
+def scored_runs(runs_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(final scores, manifests) of the published runs under ``runs_dir``, read once: the study tables and the
+    checks table both use them (callers select, never modify)."""
+    episodes, _, manifests = load_study(runs_dir)
+    return final_scores(episodes), manifests
+
+
 def checks_beside_table1(published: Path, n_resamples: int = 10_000, seed: int = 0) -> tuple[str, str] | None:
     """(note, markdown table): every setting of the checks of Table 1 (ppo.publish.CHECKS) on each task whose
     three seeds are published, beside Table 1's anchor on the same task at v5: the check's score and
@@ -163,7 +172,7 @@ def checks_beside_table1(published: Path, n_resamples: int = 10_000, seed: int =
     if not table1_runs.is_dir():
         return None
     anchor = load_study_config("table1", "paper").anchor
-    base = final_scores(load_study(table1_runs)[0])
+    base = scored_runs(table1_runs)[0]
     base = base[base["variant"] == anchor]
     anchor_by_env = {task_env_name(t): g["score"].to_numpy(float) for t, g in base.groupby("task") if len(g) >= 3}
     sb3 = load_sb3_scores(published / "sb3_reference")
@@ -174,8 +183,7 @@ def checks_beside_table1(published: Path, n_resamples: int = 10_000, seed: int =
         runs_dir = published / study / "paper" / "runs"
         if not runs_dir.is_dir():
             continue
-        episodes, _, manifests = load_study(runs_dir)
-        scores = final_scores(episodes)
+        scores, manifests = scored_runs(runs_dir)
         scores = scores[scores.groupby(["variant", "task"])["score"].transform("size") >= 3]
         for variant, cells in scores.groupby("variant", sort=False):
             spread = per_task_reference(cells, manifests, references, variant, n_resamples, seed).drop_duplicates("task")
@@ -218,8 +226,7 @@ def published_summary(published: Path) -> list[tuple[str, str, str]]:
         done = index[index["study"] == study]
         if done.empty or not runs_dir.is_dir():
             continue
-        episodes, _, manifests = load_study(runs_dir)
-        scores = final_scores(episodes)
+        scores, manifests = scored_runs(runs_dir)
         cells = scores.groupby(["variant_label", "task"])["score"].agg(["mean", "size"]).reset_index()
         complete = cells[cells["size"] >= 3]
         if complete.empty:
