@@ -45,6 +45,7 @@ SCALE = "paper"
 # (analysis/details.py's early-stop share) need them, and no published study runs those.
 WINDOW_STEPS = 2048
 INDEX_COLUMNS = ["study", "task", "variant", "seed", "status", "config_digest", "commit", "dirty", "host",
+                 "processor", "resumed_on_another_platform",
                  "cpu_count", "python", "torch", "numpy", "mujoco", "gymnasium", "wall_seconds", "group",
                  "finished"]
 
@@ -108,6 +109,9 @@ def index_row(study, run, folder: Path) -> dict:
     return {"study": study.name, "task": run.task, "variant": run.variant.name, "seed": run.seed,
             "status": m.get("status"), "config_digest": m.get("config_digest"), "commit": git.get("commit"),
             "dirty": git.get("dirty"), "host": f"{host.get('cpu')} x{host.get('cpu_count')}",
+            # the numerics platform (docs/reproducibility.md): the same key and packages reproduce the run's bits
+            "processor": records.recorded_platform(m)["key"],
+            "resumed_on_another_platform": m.get("resumed_on_another_platform"),
             "cpu_count": host.get("cpu_count"), "python": host.get("python"), "torch": packages.get("torch"),
             "numpy": packages.get("numpy"), "mujoco": packages.get("mujoco"),
             "gymnasium": packages.get("gymnasium"), "wall_seconds": m.get("wall_seconds"),
@@ -154,6 +158,13 @@ def publish_sb3(source: Path, published: Path = PUBLISHED) -> list[str]:
 def write_index(studies, published: Path = PUBLISHED) -> pd.DataFrame:
     rows = [index_row(s, r, run_dir(published, s, r)) for s, r in owned_runs(studies) if is_current(published, s, r)]
     index = pd.DataFrame(rows, columns=INDEX_COLUMNS)
+    # "finished" is read from the manifest's file time, which a fresh clone sets to the checkout's: a run
+    # already listed keeps the time it was first published with
+    path, key = published / "INDEX.csv", ["study", "task", "variant", "seed", "config_digest"]
+    if len(index) and path.exists():
+        listed = pd.read_csv(path, dtype={"config_digest": str}).set_index(key)["finished"]
+        earlier = index.set_index(key).index.map(lambda k: listed.get(k))
+        index["finished"] = [old if isinstance(old, str) else new for old, new in zip(earlier, index["finished"])]
     if len(index):
         records.atomic_write(published / "INDEX.csv", lambda tmp: index.to_csv(tmp, index=False))
     return index

@@ -107,13 +107,49 @@ def git_state() -> dict[str, str | bool | None]:
 
 def cpu_model() -> str | None:
     """The processor's name (floating-point results can differ between processor models)."""
+    return _cpuinfo().get("model name") or platform.processor() or None
+
+
+def _cpuinfo() -> dict[str, str]:
+    """The first processor's fields of /proc/cpuinfo ({} where there is none)."""
+    fields = {}
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+            if not line.strip():
+                break  # the end of the first processor's block
+            key, _, value = line.partition(":")
+            fields[key.strip()] = value.strip()
     except OSError:
         pass
-    return platform.processor() or None
+    return fields
+
+
+def numerics_platform() -> dict[str, str | None]:
+    """What a run's floats depend on besides the code, the seeds and the package versions (docs/reproducibility.md).
+
+    The math libraries pick their kernels at run time from the processor: MKL, which torch calls for every
+    matrix product on the CPU, takes one code path on Intel processors and another on AMD ones (shown there:
+    on AMD its float32 products sum without FMA), and torch's own kernels follow the SIMD level it detects
+    (AVX2, AVX512). ``key`` names that combination, vendor-family-SIMD level, e.g. ``GenuineIntel-6-AVX512``:
+    the same key and packages, the same bits."""
+    import torch  # here, not at the top: records are read by processes that never train
+
+    info = _cpuinfo()
+    vendor, family = info.get("vendor_id") or platform.machine() or "unknown", info.get("cpu family")
+    simd = torch.backends.cpu.get_cpu_capability()
+    return {"key": f"{vendor}-{family or 'unknown'}-{simd}", "vendor": vendor, "family": family,
+            "model": info.get("model"), "model_name": info.get("model name") or platform.processor() or None,
+            "simd": simd, "machine": platform.machine()}
+
+
+def recorded_platform(manifest: dict) -> dict:
+    """The numerics platform a run was trained on, from its manifest: recorded since 2026-11-26; before, only
+    the processor's name was, and the vendor is read from it (family and SIMD level then unknown, "?")."""
+    if isinstance(manifest.get("platform"), dict):
+        return manifest["platform"]
+    name = (manifest.get("host") or {}).get("cpu") or "unknown"
+    vendor = "GenuineIntel" if "Intel" in name else "AuthenticAMD" if "AMD" in name else "unknown"
+    return {"key": f"{vendor}-?-?", "vendor": vendor, "model_name": name, "simd": None, "inferred": True}
 
 
 def host_info() -> dict[str, str | int | None]:

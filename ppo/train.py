@@ -54,10 +54,13 @@ class RunResult:
 
 
 def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
-                checkpoint_every: int = 0) -> list[RunResult]:
+                checkpoint_every: int = 0, max_iterations: int | None = None) -> list[RunResult]:
     """Train the runs of ``specs`` together. With ``checkpoint``, the whole group state is saved there
     every ``checkpoint_every`` iterations and a later call resumes from it, with records identical to an
-    uninterrupted run (tests/test_checkpoint.py)."""
+    uninterrupted run (tests/test_checkpoint.py). ``max_iterations`` stops after that many iterations,
+    the records then being the start of the full runs' (``ppo.verify``); such records are never written."""
+    if max_iterations is not None and any(s.out_dir is not None for s in specs):
+        raise ValueError("max_iterations trains the start of a run only: its records are not to be written")
     cfg, task = specs[0].config, specs[0].task
     for s in specs:
         if s.task != task or s.config.structural_key() != cfg.structural_key():
@@ -76,13 +79,16 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
     alive = np.ones(G, dtype=bool)
     diverged = [(None, None)] * G
     iteration = 0
+    # Where each part of the training ran: a run resumed on another processor records both (docs/reproducibility.md)
+    parts = [training_part(0, 0, code)]
     fingerprint = [(s.run_id, s.task, s.seed, json.dumps(s.config.to_dict(), sort_keys=True),
                     json.dumps(env_protocol_record(s.task, s.config), sort_keys=True), SCHEMA_VERSION) for s in specs]
 
     def save_checkpoint() -> None:
         state = {"fingerprint": fingerprint, "iteration": iteration, "algorithm": algo.state_dict(),
                  "sample_rng": [g.get_state() for g in ctx.sample_gens], "envs": ctx.envs.state(),
-                 "log": ctx.log.state(), "update_rows": update_rows, "timing_rows": timing_rows, "alive": alive.tolist(), "diverged": diverged}
+                 "log": ctx.log.state(), "update_rows": update_rows, "timing_rows": timing_rows, "alive": alive.tolist(), "diverged": diverged,
+                 "parts": parts}
         records.atomic_write(checkpoint, lambda p: torch.save(state, p))
 
     state = load_checkpoint(Path(checkpoint), log) if checkpoint is not None else None
@@ -99,6 +105,9 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
                 update_rows, timing_rows = state["update_rows"], state["timing_rows"]
                 alive, diverged = np.array(state["alive"]), [tuple(x) for x in state["diverged"]]
                 iteration = int(state["iteration"])
+                # a checkpoint from before parts were recorded: its first part's processor is unknown
+                parts = [*state.get("parts", [{"from_iteration": 0, "from_step": 0, "platform": None}]),
+                         training_part(iteration, int(ctx.log.steps.min()), code)]
                 if len(update_rows) != G or len(timing_rows) != G or alive.shape != (G,) or len(diverged) != G:
                     raise ValueError(f"it holds the records of {len(update_rows)} runs, the group has {G}")
             except Exception as err:  # noqa: BLE001 - half-restored state: set the file aside, start afresh
@@ -114,7 +123,7 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
         return ctx.log.steps < cfg.total_steps  # CEM: generations until each run spent its steps
 
     last_log = 0.0
-    while alive.any() and (budget_left() & alive).any():
+    while alive.any() and (budget_left() & alive).any() and (max_iterations is None or iteration < max_iterations):
         t0 = time.perf_counter()
         recorded = alive & budget_left()
         steps_before = ctx.log.steps.copy()
@@ -162,7 +171,7 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
         result = RunResult(spec, ep, pd.DataFrame(update_rows[g]), timing, status, *diverged[g], seeds[g])
         if spec.out_dir is not None:
             write_run(result, algo.run_model(g), group=[s.run_id for s in specs],
-                      wall_seconds=time.perf_counter() - start, git=code)
+                      wall_seconds=time.perf_counter() - start, git=code, parts=parts)
         results.append(result)
     if checkpoint is not None:
         Path(checkpoint).unlink(missing_ok=True)  # every record is written; nothing left to resume
@@ -171,6 +180,14 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
 
 CHECKPOINT_KEYS = {"fingerprint", "iteration", "algorithm", "sample_rng", "envs", "log", "update_rows", "timing_rows",
                    "alive", "diverged"}
+OPTIONAL_CHECKPOINT_KEYS = {"parts"}  # absent from checkpoints written before 2026-11-26
+
+
+def training_part(iteration: int, step: int, code: dict) -> dict:
+    """One stretch of a group's training on one machine: where it started and what ran it."""
+    where = records.numerics_platform()
+    return {"from_iteration": iteration, "from_step": step, "platform": where["key"], "processor": where["model_name"],
+            "commit": code.get("commit"), "packages": records.package_versions()}
 
 
 def current_fingerprint(entry) -> tuple:
@@ -194,7 +211,7 @@ def load_checkpoint(path: Path, log) -> dict | None:
         return None
     try:
         state = torch.load(path, weights_only=True)  # tensors and plain containers only: no code runs
-        if not isinstance(state, dict) or set(state) != CHECKPOINT_KEYS:
+        if not isinstance(state, dict) or not CHECKPOINT_KEYS <= set(state) <= CHECKPOINT_KEYS | OPTIONAL_CHECKPOINT_KEYS:
             raise ValueError("not a group's saved state (other fields)")
         if not isinstance(state["fingerprint"], list) or not all(isinstance(f, (list, tuple)) for f in state["fingerprint"]):
             raise ValueError("its field fingerprint is not a list of runs")
@@ -227,8 +244,19 @@ def env_protocol_record(task: str, config: RunConfig) -> dict:
             "time_limit_handling": config.time_limit, "action_clip": config.action_clip}
 
 
-def write_run(result: RunResult, model: dict, group: list[str], wall_seconds: float, git: dict) -> None:
-    """Parquet tables, final model and normalizer, then the manifest (last: its presence means complete)."""
+def resumed_elsewhere(parts: list[dict]) -> bool | None:
+    """Whether the parts ran on more than one numerics platform; None when that is unknown (a part
+    from before platforms were recorded, and the known ones agree)."""
+    known = {p.get("platform") for p in parts} - {None}
+    if len(known) > 1:
+        return True
+    return None if len(known) < len({p.get("platform") for p in parts}) else False
+
+
+def write_run(result: RunResult, model: dict, group: list[str], wall_seconds: float, git: dict,
+              parts: list[dict] | None = None) -> None:
+    """Parquet tables, final model and normalizer, then the manifest (last: its presence means complete).
+    ``parts``: where each stretch of the training ran (train_group); one part when it never stopped."""
     spec, out = result.spec, Path(result.spec.out_dir)
     records.write_parquet(result.episodes, out / "episodes.parquet")
     records.write_parquet(result.updates, out / "updates.parquet")
@@ -241,7 +269,9 @@ def write_run(result: RunResult, model: dict, group: list[str], wall_seconds: fl
         "total_steps": spec.config.total_steps, "config_schema": SCHEMA_VERSION, "config": spec.config.to_dict(),
         "n_episodes": len(result.episodes), "group": group, "wall_seconds": wall_seconds,
         "torch_threads": torch.get_num_threads(), "packages": records.package_versions(),
-        "git": git, "host": records.host_info(),
+        "git": git, "host": records.host_info(), "platform": records.numerics_platform(),
+        "training_parts": parts or [training_part(0, 0, git)],
+        "resumed_on_another_platform": resumed_elsewhere(parts or []),
         "env_protocol": env_protocol_record(spec.task, spec.config),
         **spec.meta,
     }

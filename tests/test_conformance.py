@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import typing
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -131,7 +132,18 @@ def check_group_independence(spec, cfg):
                            RunSpec("o2", spec.tiny_task, cfg, 2)], log=lambda _: None)[1]
     assert len(alone.updates) > 1  # (Pong ends no episode within a tiny ACER run: its updates carry the check)
     pd.testing.assert_frame_equal(alone.episodes, grouped.episodes, check_exact=True)
-    pd.testing.assert_frame_equal(alone.updates, grouped.updates, check_exact=spec.group_exact, rtol=1e-4)
+    if spec.group_exact:
+        pd.testing.assert_frame_equal(alone.updates, grouped.updates, check_exact=True)
+    else:
+        # A grouped convolution may sum in another order (tests/test_convnet.py): the statistics agree to 1e-4
+        # relative. Two are differences of nearly equal terms, whose relative error is the terms' divided by a
+        # number near 0: explained variance, 1 − a ratio ≈ 1 (1.7e-4 relative at EV = 0.08 on an AMD EPYC), and
+        # the KL to the average policy, Σ p (log p − log q) with |log p| ≈ 1–2 (2e-3 relative at 1.7e-5). They
+        # are held to the terms' precision, 1e-4 of a term of size ≈ 1, as an absolute error.
+        near_zero = [c for c in ("explained_variance", "kl_average") if c in alone.updates]
+        pd.testing.assert_frame_equal(alone.updates.drop(columns=near_zero), grouped.updates.drop(columns=near_zero),
+                                      check_exact=False, rtol=1e-4)
+        np.testing.assert_allclose(alone.updates[near_zero], grouped.updates[near_zero], rtol=0, atol=1e-4)
     assert alone.status == grouped.status == "completed"
 
 

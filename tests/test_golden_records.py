@@ -17,10 +17,14 @@ change, then re-train or mark the published runs of the algorithms whose goldens
     .venv/bin/python -m tests.golden.regenerate            # all goldens (about 35 s)
     .venv/bin/python -m tests.golden.regenerate trpo cem   # some of them
 
-A golden is compared only under the package versions it was made with (torch, numpy, gymnasium, and mujoco
-or ale-py: the floats legitimately differ across them) and the same torch CPU capability (AVX2, AVX512:
-kernels differ); elsewhere it is skipped with the reason. A changed configuration of a golden's variant
-(its config digest) fails with its own message: that is a change of settings, not of numerics.
+Goldens are kept per numerics platform (ppo.records.numerics_platform: processor vendor, family and SIMD
+level). The same code gives other last bits on an Intel and an AMD processor, because MKL, which torch calls
+for matrix products, picks its kernels by the processor (docs/reproducibility.md); so each platform the
+project's machines have holds its own goldens, and a machine of a platform with none skips, saying so, and
+never claims that numerics changed. A golden is compared only under the package versions it was made with
+(torch, numpy, gymnasium, and mujoco or ale-py: the floats legitimately differ across them); elsewhere it is
+skipped with the reason. A changed configuration of a golden's variant (its config digest) fails with its own
+message: that is a change of settings, not of numerics.
 
 The second guard, test_every_algorithm_has_a_golden, fails when an algorithm of ppo/algorithms (or an
 algorithm and network family that a variant file uses) has no golden.
@@ -42,12 +46,23 @@ from ppo.train import env_protocol_record
 REGENERATE = "python -m tests.golden.regenerate"
 
 
-def load_golden(golden: gold.Golden) -> dict:
-    path = gold.GOLDEN_DIR / golden.name / "golden.json"
-    if not path.exists():
-        pytest.fail(f"golden {golden.name} is defined in tests/golden/regenerate.py but {path} does not exist: "
-                    f"write it with `{REGENERATE} {golden.name}` at a revision whose numerics are the reference")
-    return json.loads(path.read_text())
+def load_golden(golden: gold.Golden, platform: str) -> dict:
+    return json.loads((gold.golden_folder(golden, platform) / "golden.json").read_text())
+
+
+def no_golden_here(golden: gold.Golden) -> str | None:
+    """Why this machine has no golden to compare with, or None."""
+    here, made = gold.platform_key(), gold.platforms(golden)
+    if not made:
+        pytest.fail(f"golden {golden.name} is defined in tests/golden/regenerate.py but has no record under "
+                    f"{gold.GOLDEN_DIR / golden.name}: write it with `{REGENERATE} {golden.name}` at a revision "
+                    f"whose numerics are the reference")
+    if here not in made:
+        return (f"golden {golden.name} has no record for this machine's numerics platform {here} (records for "
+                f"{', '.join(made)}): its floats legitimately differ in the last bits from theirs. To pin this "
+                f"platform too, run `{REGENERATE}` here at a commit whose numerics the other platforms' goldens "
+                f"already pin, and commit tests/golden/*/{here}/")
+    return None
 
 
 def skip_reason(record: dict) -> str | None:
@@ -55,9 +70,6 @@ def skip_reason(record: dict) -> str | None:
     installed = records.package_versions()
     differ = [f"{name} {installed.get(name)} (golden: {record['packages'].get(name)})"
               for name in record["compared_packages"] if installed.get(name) != record["packages"].get(name)]
-    capability = gold.environment()["torch_cpu_capability"]
-    if capability != record["torch_cpu_capability"]:
-        differ.append(f"torch CPU capability {capability} (golden: {record['torch_cpu_capability']})")
     if differ:
         return (f"golden {record['name']} was made under other versions or CPU kernels, whose floats legitimately "
                 f"differ: {'; '.join(differ)}. Compare under the golden's versions, or regenerate "
@@ -79,11 +91,16 @@ def numerics_changed(golden: gold.Golden, record: dict, what: str) -> str:
     key = record["algorithm_key"]
     variants = published_variants(golden, key)
     where = f"published/*/paper/runs/*/{{{','.join(variants)}}}/seed*" if variants else "published/"
+    made_on = record.get("platform") or {}
+    here = records.numerics_platform()
     return (f"golden {golden.name} ({golden.why}; variant {golden.variant}, {golden.task}, seed {golden.seed}, "
-            f"{golden.total_steps} steps, made at commit {str(record['generated_at'].get('commit'))[:10]}): {what}.\n"
-            f"numerics changed: published paper-scale runs of algorithm {key} ({where}; published/INDEX.csv "
-            f"gives each run's commit) were trained with the old numerics; if the change is deliberate, "
-            f"regenerate the goldens with `{REGENERATE}` and re-train or mark the affected published runs")
+            f"{golden.total_steps} steps, made at commit {str(record['generated_at'].get('commit'))[:10]} on "
+            f"{made_on.get('key')} ({made_on.get('model_name')}); here {here['key']} ({here['model_name']})): {what}.\n"
+            f"numerics changed on this platform: published paper-scale runs of algorithm {key} ({where}; "
+            f"published/INDEX.csv gives each run's commit and processor) were trained with the old numerics; if the "
+            f"change is deliberate, regenerate the goldens with `{REGENERATE} --numerics-changed` and re-train or mark "
+            f"the affected published runs. (Should the processor models differ within one platform key, the key is "
+            f"too coarse: see ppo.records.numerics_platform.)")
 
 
 def first_difference(golden_rows: list[list[str]], rows: list[list[str]]) -> str | None:
@@ -106,7 +123,10 @@ def first_difference(golden_rows: list[list[str]], rows: list[list[str]]) -> str
 @pytest.mark.parametrize("golden", gold.GOLDENS, ids=[g.name for g in gold.GOLDENS])
 def test_records_are_identical_to_the_golden(golden):
     gold.check_checkout()  # compare this checkout's code, not an installed copy of another one
-    record = load_golden(golden)
+    reason = no_golden_here(golden)
+    if reason:
+        pytest.skip(reason)
+    record = load_golden(golden, gold.platform_key())
     defined = {"variant": golden.variant, "task": golden.task, "seed": golden.seed,
                "total_steps": golden.total_steps, "overrides": golden.overrides,
                **({"presets": golden.presets} if golden.presets else {})}
@@ -132,7 +152,7 @@ def test_records_are_identical_to_the_golden(golden):
         table, expected = tables[name], record["tables"][name]
         if gold.dtypes(table) != expected["dtypes"]:
             problems.append(f"{name}.csv: column types differ: golden {expected['dtypes']}, now {gold.dtypes(table)}")
-        diff = first_difference(gold.read_rows(gold.GOLDEN_DIR / golden.name / expected["file"]),
+        diff = first_difference(gold.read_rows(gold.golden_folder(golden) / expected["file"]),
                                 gold.canonical_rows(table))
         if diff:
             problems.append(f"{name}.csv: {diff}")
@@ -166,3 +186,23 @@ def test_every_algorithm_has_a_golden():
                  if pair not in covered and pair not in gold.NOT_COVERED}
     assert not uncovered, ("no golden record for " + "; ".join(
         f"algorithm {k} with network {n} (variant {v})" for (k, n), v in sorted(uncovered.items())) + f": {add}")
+
+
+def test_a_platform_without_goldens_skips_and_says_why(monkeypatch):
+    """On a processor no golden was made on, the test skips naming the platform; it never claims that the
+    numerics changed (their last bits legitimately differ there)."""
+    golden = gold.GOLDENS[0]
+    monkeypatch.setattr(gold, "platform_key", lambda: "GenuineIntel-99-AVX2")
+    reason = no_golden_here(golden)
+    assert reason.startswith(f"golden {golden.name} has no record for this machine's numerics platform "
+                             "GenuineIntel-99-AVX2 (records for ")
+    assert "numerics changed" not in reason
+
+
+def test_each_golden_record_is_of_its_own_platform():
+    """A record filed under a platform folder was made on that platform (or, for the goldens made before
+    platforms were recorded, says from what it was inferred)."""
+    for golden in gold.GOLDENS:
+        for platform in gold.platforms(golden):
+            made_on = load_golden(golden, platform)["platform"]
+            assert made_on["key"] == platform, (golden.name, platform, made_on)

@@ -5,17 +5,22 @@
 
 Each golden is one tiny run of a variant of experiments/variants/, resolved exactly as the pipeline resolves
 it (ppo.experiments.load_variant with the study scale's total_steps, ppo.study.Run for its id and config digest),
-trained in memory by ppo.train.train_group on one CPU thread (the pipeline's setting), and kept as
+trained in memory by ppo.train.train_group on one CPU thread (the pipeline's setting), and kept per numerics
+platform (ppo.records.numerics_platform: processor vendor, family and SIMD level, e.g. AuthenticAMD-25-AVX512;
+the math libraries choose their kernels by it, so the same code gives other last bits on another platform,
+docs/reproducibility.md) as
 
-    tests/golden/<name>/episodes.csv   the run's episodes table  } canonical CSV: one line per row, floats
-    tests/golden/<name>/updates.csv    the run's updates table   } as Python's repr (exact round trip)
-    tests/golden/<name>/golden.json    variant, task, seed, steps, config digest, package versions, ...
+    tests/golden/<name>/<platform>/episodes.csv   the run's episodes table  } canonical CSV: one line per row,
+    tests/golden/<name>/<platform>/updates.csv    the run's updates table   } floats as Python's repr (exact)
+    tests/golden/<name>/<platform>/golden.json    variant, task, seed, steps, config digest, packages, processor
 
 CSV rather than parquet: the comparison is of text that does not depend on the pyarrow version writing it,
 and a changed number shows as a one-line diff. The wall-clock table (timing) is not part of a golden.
 
-Regenerating is a deliberate act: it declares the new numerics correct. Published paper-scale runs
-(published/) trained with the old numerics must then be re-trained or marked (tests/test_golden_records.py).
+Regenerating writes this machine's platform only. It is a deliberate act: it declares the new numerics
+correct. After a deliberate change of numerics, the goldens of the other platforms are out of date until a
+machine of each regenerates them (the test says so there, naming the newer golden); published paper-scale
+runs (published/) trained with the old numerics must be re-trained or marked (tests/test_golden_records.py).
 This module is also the test's library: the list of goldens and the canonical serialisation live here.
 """
 from __future__ import annotations
@@ -24,6 +29,7 @@ import argparse
 import csv
 import hashlib
 import io
+import shutil
 import sys
 import time
 from dataclasses import dataclass, field
@@ -180,11 +186,26 @@ def dtypes(df: pd.DataFrame) -> dict[str, str]:
 
 
 def environment() -> dict:
-    """What a golden's floats depend on besides the code: package versions, CPU, threads."""
+    """What a golden's floats depend on besides the code: package versions, the numerics platform, threads."""
     versions = records.package_versions()
     return {"packages": {name: versions.get(name) for name in RECORDED_PACKAGES},
+            "platform": records.numerics_platform(),
             "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
             "cpu": records.cpu_model(), "python": sys.version.split()[0], "torch_threads": 1}
+
+
+def platform_key() -> str:
+    return records.numerics_platform()["key"]
+
+
+def golden_folder(golden: Golden, platform: str | None = None) -> Path:
+    """Where the golden of ``platform`` (default: this machine's) lives."""
+    return GOLDEN_DIR / golden.name / (platform or platform_key())
+
+
+def platforms(golden: Golden) -> list[str]:
+    """The platforms that have a golden of this name."""
+    return sorted(path.parent.name for path in (GOLDEN_DIR / golden.name).glob("*/golden.json"))
 
 
 def golden_record(golden: Golden, tables: dict[str, pd.DataFrame]) -> dict:
@@ -206,8 +227,8 @@ def golden_record(golden: Golden, tables: dict[str, pd.DataFrame]) -> dict:
 
 
 def write(golden: Golden, tables: dict[str, pd.DataFrame]) -> Path:
-    folder = GOLDEN_DIR / golden.name
-    folder.mkdir(exist_ok=True)
+    folder = golden_folder(golden)
+    folder.mkdir(parents=True, exist_ok=True)
     for name in TABLES:
         records.atomic_write(folder / f"{name}.csv", lambda p, name=name: p.write_text(canonical_csv(tables[name])))
     records.write_json(golden_record(golden, tables), folder / "golden.json")
@@ -217,6 +238,10 @@ def write(golden: Golden, tables: dict[str, pd.DataFrame]) -> Path:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("names", nargs="*", help=f"goldens to write (default: all): {', '.join(BY_NAME)}")
+    p.add_argument("--numerics-changed", action="store_true",
+                   help="the code's numerics changed on purpose: also delete these goldens' records of the other "
+                        "platforms, which pin the old numerics (those platforms then skip until a machine of each "
+                        "writes its own)")
     args = p.parse_args(argv)
     unknown = [n for n in args.names if n not in BY_NAME]
     if unknown:
@@ -229,6 +254,10 @@ def main(argv=None) -> int:
     for golden in (BY_NAME[n] for n in args.names) if args.names else GOLDENS:
         t0 = time.perf_counter()
         folder = write(golden, train(golden))
+        if args.numerics_changed:
+            for other in set(platforms(golden)) - {platform_key()}:
+                shutil.rmtree(golden_folder(golden, other))
+                print(f"{golden.name}: deleted the record of {other} (the old numerics)", flush=True)
         size = sum(f.stat().st_size for f in folder.iterdir())
         print(f"{golden.name}: {folder.relative_to(REPO_ROOT)} ({size:,} bytes, "
               f"{time.perf_counter() - t0:.1f} s)", flush=True)

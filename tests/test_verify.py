@@ -1,0 +1,115 @@
+"""./repro verify (ppo.verify): a finished run retrained here for its first updates, compared bit for bit; and
+the processor each part of a run trained on, recorded in its manifest (ppo.train.training_part)."""
+import json
+
+import pandas as pd
+import pytest
+
+from ppo import records, verify
+from ppo.config import RunConfig
+from ppo.settings import PPOSettings
+from ppo.train import RunSpec, resumed_elsewhere, train_group
+
+CFG = RunConfig(total_steps=1024, horizon=256, ppo=PPOSettings(epochs=2, minibatch_size=64))
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("run") / "seed3"
+    train_group([RunSpec("Hopper-v5/clip_0.2/seed3", "Hopper-v5", CFG, 3, out_dir=out, meta={"variant": "clip_0.2"})],
+                log=lambda _: None)
+    return out
+
+
+def test_a_run_verified_on_the_machine_that_trained_it_is_identical(finished_run):
+    identical, text = verify.verify(finished_run, updates=2)
+    assert identical, text
+    here = records.numerics_platform()["key"]
+    assert text.startswith("identical: the first 2 updates, 512 steps,") and f"here {here}" in text
+
+
+def test_a_changed_float_is_found_at_its_episode(finished_run, tmp_path):
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for f in finished_run.iterdir():
+        copy.joinpath(f.name).write_bytes(f.read_bytes())
+    episodes = pd.read_parquet(copy / "episodes.parquet")
+    episodes.loc[1, "episode_return"] += 1e-12  # one last bit, as another processor would give
+    records.write_parquet(episodes, copy / "episodes.parquet")
+    identical, text = verify.verify(copy, updates=2)
+    step = int(episodes["global_step"].iloc[1])
+    assert not identical
+    assert text.startswith(f"differs from episode 2 (global step {step:,}): episode_return recorded")
+    # the same platform and packages: the message says the numerics changed, not that the processor did
+    assert "the code's numerics changed" in text
+
+
+def test_a_run_from_another_processor_is_called_statistically_equivalent(finished_run, tmp_path):
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for f in finished_run.iterdir():
+        copy.joinpath(f.name).write_bytes(f.read_bytes())
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest["platform"] = {**manifest["platform"], "key": "GenuineIntel-6-AVX512", "model_name": "Intel(R) Xeon(R)"}
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    episodes = pd.read_parquet(copy / "episodes.parquet")
+    episodes.loc[0, "episode_return"] += 1e-12
+    records.write_parquet(episodes, copy / "episodes.parquet")
+    identical, text = verify.verify(copy, updates=1)
+    assert not identical and "Trained on GenuineIntel-6-AVX512 (Intel(R) Xeon(R);" in text
+    assert "another platform or other packages: the runs are statistically equivalent" in text
+
+
+def test_a_manifest_from_before_platforms_were_recorded_names_the_processor():
+    platform = records.recorded_platform({"host": {"cpu": "Intel(R) Xeon(R) Processor"}})
+    assert platform["key"] == "GenuineIntel-?-?" and platform["inferred"]
+    assert records.recorded_platform({"host": {"cpu": "AMD EPYC"}})["vendor"] == "AuthenticAMD"
+
+
+@pytest.mark.parametrize("content, says", [
+    (None, "no manifest here"),
+    ("{not json", "not a readable manifest"),
+    ("[]", "a manifest is a JSON object"),
+    ('{"config": {}, "task": "Hopper-v5"}', "field seed is missing"),
+])
+def test_an_unreadable_run_is_refused_in_one_line(tmp_path, capsys, content, says):
+    if content is not None:
+        (tmp_path / "manifest.json").write_text(content)
+    assert verify.main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and says in err and str(tmp_path) in err
+
+
+def test_the_manifest_records_where_each_part_trained(finished_run):
+    manifest = json.loads((finished_run / "manifest.json").read_text())
+    assert manifest["platform"] == records.numerics_platform()
+    [part] = manifest["training_parts"]
+    assert part["platform"] == manifest["platform"]["key"] and part["from_step"] == 0
+    assert manifest["resumed_on_another_platform"] is False
+
+
+def test_a_run_resumed_on_another_platform_says_so():
+    here = {"platform": "AuthenticAMD-25-AVX512"}
+    assert resumed_elsewhere([here, {"platform": "GenuineIntel-6-AVX512"}]) is True
+    assert resumed_elsewhere([here, here]) is False
+    assert resumed_elsewhere([{"platform": None}, here]) is None  # a part from before platforms were recorded
+
+
+def test_a_group_resumed_on_another_processor_records_both_parts(tmp_path, monkeypatch):
+    import ppo.envs
+    from killing import Killed, kill_at
+
+    out, ckpt = tmp_path / "seed0", tmp_path / "group.ckpt"
+    spec = RunSpec("Hopper-v5/clip_0.2/seed0", "Hopper-v5", CFG, 0, out_dir=out)
+    with monkeypatch.context() as m:
+        kill_at(m, ppo.envs.LockstepEnvs, "step", 256 * 3 + 5)  # inside the 4th iteration, after a checkpoint
+        with pytest.raises(Killed):
+            train_group([spec], log=lambda _: None, checkpoint=ckpt, checkpoint_every=1)
+    elsewhere = {**records.numerics_platform(), "key": "GenuineIntel-6-AVX512", "model_name": "Intel(R) Xeon(R)"}
+    monkeypatch.setattr(records, "numerics_platform", lambda: elsewhere)
+    train_group([spec], log=lambda _: None, checkpoint=ckpt, checkpoint_every=1)
+    manifest = json.loads((out / "manifest.json").read_text())
+    first, second = manifest["training_parts"]
+    assert first["platform"] != "GenuineIntel-6-AVX512" and first["from_step"] == 0
+    assert second == {**second, "platform": "GenuineIntel-6-AVX512", "from_iteration": 3, "from_step": 768}
+    assert manifest["resumed_on_another_platform"] is True and manifest["platform"]["key"] == "GenuineIntel-6-AVX512"
