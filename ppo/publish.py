@@ -36,6 +36,9 @@ PUBLISHED = PROJECT_ROOT / "published"
 # experiments/studies/table1_v4.yaml, table1_bootstrap.yaml and swimmer_details.yaml.
 CHECKS = ("table1_v4", "table1_bootstrap", "swimmer_details")
 STUDIES = ("table1", "figure3", *CHECKS)
+# Every study with published paper-scale runs, as INDEX.csv lists them: the MuJoCo ones and the Atari study,
+# whose paper scale is trained a few games at a time (./repro atari-three, scripts/paper_grid.sh with GRID_NAME=atari).
+INDEXED = (*STUDIES, "atari")
 SCALE = "paper"
 # The dataset keeps a row of updates.parquet and timing.parquet per this many environment steps of a run:
 # one PPO iteration at the paper's horizon, about 26 of A2C's 80-step updates. A row per A2C update made
@@ -156,22 +159,28 @@ def publish_sb3(source: Path, published: Path = PUBLISHED) -> list[str]:
 
 
 def write_index(studies, published: Path = PUBLISHED) -> pd.DataFrame:
+    """INDEX.csv with the published runs of ``studies`` rewritten from their manifests; the rows of other
+    studies stay as they are."""
     rows = [index_row(s, r, run_dir(published, s, r)) for s, r in owned_runs(studies) if is_current(published, s, r)]
     index = pd.DataFrame(rows, columns=INDEX_COLUMNS)
-    # "finished" is read from the manifest's file time, which a fresh clone sets to the checkout's: a run
-    # already listed keeps the time it was first published with
     path, key = published / "INDEX.csv", ["study", "task", "variant", "seed", "config_digest"]
-    if len(index) and path.exists():
-        listed = pd.read_csv(path, dtype={"config_digest": str}).set_index(key)["finished"]
-        earlier = index.set_index(key).index.map(lambda k: listed.get(k))
+    if path.exists():
+        listed = pd.read_csv(path, dtype={"config_digest": str})
+        # "finished" is read from the manifest's file time, which a fresh clone sets to the checkout's: a run
+        # already listed keeps the time it was first published with
+        first = listed.set_index(key)["finished"]
+        earlier = index.set_index(key).index.map(lambda k: first.get(k)) if len(index) else []
         index["finished"] = [old if isinstance(old, str) else new for old, new in zip(earlier, index["finished"])]
+        others = listed[~listed["study"].isin([s.name for s in studies])].reindex(columns=INDEX_COLUMNS)
+        index = pd.concat([others, index]) if len(others) else index
     if len(index):
         records.atomic_write(published / "INDEX.csv", lambda tmp: index.to_csv(tmp, index=False))
     return index
 
 
-def status(sources: list[Path], published: Path = PUBLISHED, sb3_sources: tuple[Path, ...] = ()) -> str:
-    studies = [load_study(name, SCALE) for name in STUDIES]
+def status(sources: list[Path], published: Path = PUBLISHED, sb3_sources: tuple[Path, ...] = (),
+           names: tuple[str, ...] = STUDIES) -> str:
+    studies = [load_study(name, SCALE) for name in names]
     owned = owned_runs(studies)
     lines = []
     for study in studies:
@@ -187,11 +196,11 @@ def status(sources: list[Path], published: Path = PUBLISHED, sb3_sources: tuple[
     lines.append(f"sb3_reference: {len(sb3_published)} runs published, {len(sb3_elsewhere)} more finished, "
                  "not yet published")
     index = write_index(studies, published) if (published / "INDEX.csv").exists() else pd.DataFrame()
-    if len(index):
-        groups = index.drop_duplicates(["study", "group"])
-        lines.append(f"training time of the published runs: {groups['wall_seconds'].sum() / 3600:.1f} core-hours "
-                     f"({len(groups)} groups, one core each; by host: "
-                     + ", ".join(f"{h} {w / 3600:.1f}" for h, w in groups.groupby("host")["wall_seconds"].sum().items())
+    for name, runs in index.groupby("study", sort=False) if len(index) else ():
+        groups = runs.drop_duplicates(["group"])
+        lines.append(f"training time of {name}'s published runs: {groups['wall_seconds'].sum() / 3600:.1f} core-hours "
+                     f"({len(groups)} groups, one core each; by processor: "
+                     + ", ".join(f"{h} {w / 3600:.1f}" for h, w in groups.groupby("processor")["wall_seconds"].sum().items())
                      + ")")
     return "\n".join(lines)
 
@@ -221,14 +230,17 @@ def main(argv=None) -> int:
                    help="a folder holding results/ (a grid clone, an unpacked batch); repeatable")
     p.add_argument("--sb3", type=Path, action="append", default=[],
                    help="a folder of benchmarks/mujoco_sb3_reference.py runs to publish; repeatable")
+    p.add_argument("--studies", nargs="+", default=list(STUDIES), choices=INDEXED, metavar="STUDY",
+                   help=f"the studies to publish (default: {' '.join(STUDIES)}; also: atari)")
     p.add_argument("--status", action="store_true", help="report progress only")
     p.add_argument("--commit", action="store_true", help="commit published/ (and nothing else) after adding")
     args = p.parse_args(argv)
     try:
         if args.status:
-            print(status(args.sources, sb3_sources=args.sb3))
+            print(status(args.sources, sb3_sources=args.sb3, names=tuple(args.studies)))
             return 0
-        added = publish(args.sources) + [a for folder in args.sb3 for a in publish_sb3(folder)]
+        studies = [load_study(name, SCALE) for name in args.studies]
+        added = publish(args.sources, studies=studies) + [a for folder in args.sb3 for a in publish_sb3(folder)]
     except ConfigError as err:
         print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2

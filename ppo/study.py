@@ -5,6 +5,7 @@ a run means the same thing in both places.
 """
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import json
 import re
@@ -176,6 +177,30 @@ def _mapping(value, field: str, path: Path) -> dict:
 def _natural_key(name: str) -> tuple:
     parts = re.split(r"(\d+(?:\.\d+)?)", name)  # str, number, str, ..., str: comparable position by position
     return tuple(float(part) if i % 2 else part for i, part in enumerate(parts))
+
+
+def narrowed(study: Study, tasks: list[str] | None = None, variants: list[str] | None = None,
+             source: str = "pipeline config") -> Study:
+    """The study with only ``tasks`` and ``variants`` of its own (None: all). Its runs are the same runs as in
+    the whole study (same folders, digests and published copies), so a part of a large study can be trained
+    and reported first: the three Atari games of the paper scale, PPO before A2C."""
+    if tasks is not None:
+        unknown = [t for t in tasks if t not in study.tasks]
+        if unknown:
+            raise ConfigError(f"{source}: field tasks: {show(unknown[0])} is not a task of study {study.name} at "
+                              f"scale {study.scale} ({study.path}); its tasks: {list(study.tasks)}")
+        study = dataclasses.replace(study, tasks=tuple(t for t in study.tasks if t in tasks))
+    if variants is not None:
+        names = [v.name for v in study.variants]
+        unknown = [v for v in variants if v not in names]
+        if unknown:
+            raise ConfigError(f"{source}: field variants: {show(unknown[0])} is not a variant of study {study.name} "
+                              f"at scale {study.scale} ({study.path}); its variants: {names}")
+        if study.anchor not in variants:
+            raise ConfigError(f"{source}: field variants must keep the study's anchor {study.anchor!r} ({study.path}): "
+                              f"its reports set every variant beside it")
+        study = dataclasses.replace(study, variants=tuple(v for v in study.variants if v.name in variants))
+    return study
 
 
 def load_study(name: str, scale: str, seeds: int | None = None, experiments_dir: Path = EXPERIMENTS_DIR) -> Study:

@@ -8,6 +8,13 @@
 #   scripts/paper_grid.sh publish [--from DIR]   copy finished runs' records into published/, commit them
 #   scripts/paper_grid.sh watch [MIN]   publish every MIN minutes (default 10) while the grid runs
 #   scripts/paper_grid.sh stop [grid]   stop both, or the grid alone (the SB3 runs have no checkpoints)
+#   scripts/paper_grid.sh carry         commit the unfinished groups' checkpoints (grid-state/, ppo.carry): at the
+#                                       end of a session, so that the next machine resumes them (`start` restores)
+#
+#   GRID_NAME=atari scripts/paper_grid.sh start|status|publish|watch|stop|carry
+#       the Atari paper scale's three games (./repro atari-three: Pong, Breakout, BeamRider; ATARI_VARIANTS,
+#       default atari_ppo, then atari_ppo,atari_a2c), one run per job, in ../atari-grid. A run is 3-5 h of one
+#       core, longer than a session: `carry` before a session ends, or the next machine starts it again.
 #
 # The clone ($GRID, default ../ppo-grid beside this repo) is never the tree being edited. Training runs
 # under nice, in jobs of at most $GROUP_SIZE runs (10-45 minutes each on one core). A group checkpoints
@@ -21,7 +28,14 @@
 # whose length exceeds its calls. SB3_REFERENCE=0 leaves them out.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-GRID="${GRID:-$(dirname "$REPO")/ppo-grid}"
+case "${GRID_NAME:-mujoco}" in
+  mujoco) GRID="${GRID:-$(dirname "$REPO")/ppo-grid}"; GRID_CONFIG=() ;;
+  atari)
+    GRID="${GRID:-$(dirname "$REPO")/atari-grid}"
+    STUDIES="${STUDIES:-atari}" GROUP_SIZE="${GROUP_SIZE:-1}" SB3_REFERENCE=0
+    GRID_CONFIG=("tasks=[ALE/Pong-v5,ALE/Breakout-v5,ALE/BeamRider-v5]" "variants=[${ATARI_VARIANTS:-atari_ppo}]") ;;
+  *) echo "paper_grid: GRID_NAME is mujoco (default) or atari, not ${GRID_NAME}" >&2; exit 1 ;;
+esac
 # Groups of 11 runs of a task: 1.7-2.6x the steps/s per core of groups of 3 on HalfCheetah, Reacher,
 # InvertedPendulum and Swimmer (benchmarks/throughput.py --groups 3 11, 2026-11-24: the batched update
 # spreads over more runs), and 10-45 minutes a job on one core. Figure 3's groups are
@@ -45,6 +59,11 @@ background() {  # background PIDFILE LOGFILE COMMAND...
   echo $! > "$pidfile"
 }
 
+# The studies this grid publishes: as it trains them (STUDIES), else the MuJoCo dataset's (ppo.publish.STUDIES)
+published_studies() {
+  echo "${STUDIES:-$(cd "$REPO" && .venv/bin/python -c 'from ppo.publish import STUDIES; print(" ".join(STUDIES))')}" | tr ',' ' '
+}
+
 case "${1:-status}" in
   start)
     rev="$(git -C "$REPO" rev-parse "${2:-HEAD}")"
@@ -53,6 +72,8 @@ case "${1:-status}" in
     git -C "$GRID" fetch -q "$REPO" "$rev"
     git -C "$GRID" checkout -q --detach "$rev"
     "$GRID/repro" setup
+    # Unfinished groups' checkpoints that a session committed (on this machine or another): the furthest of each
+    (cd "$REPO" && .venv/bin/python -m ppo.carry restore --into "$GRID")
     # A stopped session leaves Snakemake's lock behind; nothing else uses this clone (checked above).
     "$GRID/.venv/bin/snakemake" --directory "$GRID" --unlock > /dev/null 2>&1 || true
     grid_cores="$CORES"
@@ -72,27 +93,27 @@ case "${1:-status}" in
     fi
     # The studies the dataset publishes (ppo.publish.STUDIES: Table 1, Figure 3 and their checks), as the clone has them
     studies="${STUDIES:-$(cd "$GRID" && .venv/bin/python -c 'from ppo.publish import STUDIES; print(",".join(STUDIES))')}"
-    echo "$(date -Is) start $rev studies=[$studies] group_size=$GROUP_SIZE cores=$grid_cores" >> "$GRID/grid.history"
+    echo "$(date -Is) start $rev studies=[$studies] ${GRID_CONFIG[*]} group_size=$GROUP_SIZE cores=$grid_cores" >> "$GRID/grid.history"
     background "$GRID/grid.pid" "$LOG" \
       "$GRID/.venv/bin/snakemake" --directory "$GRID" --snakefile "$GRID/workflow/Snakefile" \
       --cores "$grid_cores" --keep-going --rerun-incomplete \
-      --config "studies=[$studies]" scale=paper group_size="$GROUP_SIZE"
+      --config "studies=[$studies]" scale=paper group_size="$GROUP_SIZE" ${GRID_CONFIG[@]+"${GRID_CONFIG[@]}"}
     echo "paper_grid: training in $GRID at ${rev:0:10} on $grid_cores cores (log: $LOG)"
     ;;
   status)
     if running; then echo "running in $GRID"; else echo "not running"; fi
     if sb3_running; then echo "SB3 reference runs: training (log: $GRID/sb3.log)"; fi
-    (cd "$REPO" && .venv/bin/python -m ppo.publish --status --from "$GRID" --sb3 "$GRID/results/sb3_reference" "${@:2}")
+    (cd "$REPO" && .venv/bin/python -m ppo.publish --status --studies $(published_studies) --from "$GRID" --sb3 "$GRID/results/sb3_reference" "${@:2}")
     ;;
   publish)
     # more sources (an unpacked ppo.batch archive): scripts/paper_grid.sh publish --from DIR
-    (cd "$REPO" && .venv/bin/python -m ppo.publish --from "$GRID" --sb3 "$GRID/results/sb3_reference" "${@:2}" --commit)
+    (cd "$REPO" && .venv/bin/python -m ppo.publish --studies $(published_studies) --from "$GRID" --sb3 "$GRID/results/sb3_reference" "${@:2}" --commit)
     ;;
   watch)
     # Finished runs are committed as they come, so that none depends on this machine being kept; a
     # publish that finds the repository busy (another git command) is tried again next time.
     while running || sb3_running; do
-      (cd "$REPO" && .venv/bin/python -m ppo.publish --from "$GRID" --sb3 "$GRID/results/sb3_reference" --commit) \
+      (cd "$REPO" && .venv/bin/python -m ppo.publish --studies $(published_studies) --from "$GRID" --sb3 "$GRID/results/sb3_reference" --commit) \
         2>&1 | head -1 || true
       sleep "$(( ${2:-10} * 60 ))"
     done
@@ -106,7 +127,10 @@ case "${1:-status}" in
       echo "not running"
     fi
     ;;
+  carry)
+    (cd "$REPO" && .venv/bin/python -m ppo.carry save --from "$GRID" --commit)
+    ;;
   *)
-    die "usage: scripts/paper_grid.sh start [REV] | status | publish [--from DIR] | watch [MIN] | stop [grid]"
+    die "usage: scripts/paper_grid.sh start [REV] | status | publish [--from DIR] | watch [MIN] | stop [grid] | carry"
     ;;
 esac

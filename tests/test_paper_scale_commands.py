@@ -28,3 +28,35 @@ def test_mujoco_paper_scale_plans_no_atari_run():
                  "Swimmer", "Walker2d"):
         assert re.search(rf"^(train|copy)_table1_{task}-", done.stdout, re.MULTILINE), task
     assert "atari" not in done.stdout
+
+
+def test_atari_three_plans_the_three_games_ppo_and_a2c_of_the_paper_scale():
+    """./repro atari-three: the paper scale's own runs (same folders, so published ones are copied), one a job."""
+    done = subprocess.run([*SNAKEMAKE, "--forceall", "--config", "studies=[atari]", "scale=paper", "group_size=1",
+                           "tasks=[ALE/Pong-v5,ALE/Breakout-v5,ALE/BeamRider-v5]", "variants=[atari_ppo,atari_a2c]"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    jobs = set(re.findall(r"^(?:train|copy)_atari_(\w+?)-(ppo|a2c)-(\d+)\s", done.stdout, re.MULTILINE))
+    assert sorted({(g, a) for g, a, _ in jobs}) == [(g, a) for g in ("BeamRider", "Breakout", "Pong") for a in ("a2c", "ppo")]
+    assert len(jobs) == 18  # 3 games x 2 algorithms x 3 seeds
+
+
+def test_narrowing_a_study_keeps_its_runs_and_refuses_in_one_line():
+    from ppo.config import ConfigError
+    from ppo.study import load_study, narrowed
+
+    whole = load_study("atari", "paper")
+    part = narrowed(whole, ["ALE/Pong-v5"], ["atari_ppo"])
+    assert [r.run_id for r in part.runs()] == ["ALE/Pong-v5/atari_ppo/seed0", "ALE/Pong-v5/atari_ppo/seed1",
+                                               "ALE/Pong-v5/atari_ppo/seed2"]
+    by_id = {r.run_id: r for r in whole.runs()}
+    assert all(r.config_digest == by_id[r.run_id].config_digest for r in part.runs())
+    for tasks, variants, says in ((["ALE/Pong"], None, "field tasks: 'ALE/Pong' is not a task of study atari"),
+                                  (None, ["atari_a2c"], "field variants must keep the study's anchor 'atari_ppo'"),
+                                  (None, ["atari_ppo", "ppo"], "field variants: 'ppo' is not a variant")):
+        try:
+            narrowed(whole, tasks, variants)
+        except ConfigError as err:
+            assert says in str(err) and "\n" not in str(err)
+        else:
+            raise AssertionError(f"{tasks} {variants} accepted")

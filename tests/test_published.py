@@ -186,3 +186,15 @@ def test_commit_also_takes_what_an_earlier_publish_left_uncommitted(tmp_path):
     assert "earlier publish" in git("log", "-1", "--format=%s")
     assert commit([], tmp_path) is False  # nothing left: no empty commit
     assert git("rev-list", "--count", "HEAD").strip() == "1"
+
+
+def test_the_index_keeps_the_rows_of_studies_not_being_published(tmp_path):
+    """Publishing the Atari study rewrites its own rows of INDEX.csv and leaves the MuJoCo ones as they are."""
+    from ppo.publish import INDEX_COLUMNS, write_index
+
+    other = pd.DataFrame([{c: None for c in INDEX_COLUMNS} | {"study": "table1", "task": "Hopper-v5", "seed": 0,
+                                                              "variant": "clip_0.2", "finished": "2026-11-24T13:17:08"}])
+    other.to_csv(tmp_path / "INDEX.csv", index=False)
+    index = write_index([load_study("atari", "smoke")], tmp_path)  # none of its runs is published there
+    assert index[["study", "variant", "finished"]].values.tolist() == [["table1", "clip_0.2", "2026-11-24T13:17:08"]]
+    assert pd.read_csv(tmp_path / "INDEX.csv")["study"].tolist() == ["table1"]

@@ -21,7 +21,8 @@ from ppo.study import load_study, plan_groups, shared_runs
 # Every experiment file is read and validated here, before any job starts: a bad file stops the plan
 # with its path and field named, and loses nothing already computed.
 try:
-    STUDIES = [load_study(name, config["scale"], config.get("seeds")) for name in config["studies"]]
+    STUDIES = [ppo_study.narrowed(load_study(name, config["scale"], config.get("seeds")), config.get("tasks"),
+                                  config.get("variants")) for name in config["studies"]]
 except ConfigError as err:
     raise WorkflowError(f"invalid experiment configuration: {' '.join(str(err).split())}") from None
 

@@ -1,0 +1,67 @@
+"""ppo.carry: unfinished groups' checkpoints travel to the next machine through grid-state/, the furthest wins."""
+import json
+
+import pytest
+
+import ppo.envs
+from killing import Killed, kill_at
+from ppo import carry
+from ppo.config import RunConfig
+from ppo.settings import PPOSettings
+from ppo.train import RunSpec, train_group
+
+CFG = RunConfig(total_steps=1024, horizon=128, ppo=PPOSettings(epochs=1, minibatch_size=64))
+CKPT = "table1/paper/checkpoints/Hopper-v5-abc.pt"
+
+
+def spec(grid):
+    return RunSpec("Hopper-v5/clip_0.2/seed7", "Hopper-v5", CFG, 0,
+                   out_dir=grid / "results/table1/paper/runs/Hopper-v5/clip_0.2/seed7")
+
+
+def train_until_killed(grid, monkeypatch, steps):
+    with monkeypatch.context() as m:
+        kill_at(m, ppo.envs.LockstepEnvs, "step", steps)
+        with pytest.raises(Killed):
+            train_group([spec(grid)], log=lambda _: None, checkpoint=grid / "results" / CKPT, checkpoint_every=1)
+
+
+def test_the_furthest_checkpoint_travels_and_a_finished_group_leaves(tmp_path, monkeypatch):
+    machine_a, machine_b, state = tmp_path / "a", tmp_path / "b", tmp_path / "grid-state"
+    train_until_killed(machine_a, monkeypatch, 128 * 3 + 5)  # checkpoint after iteration 3
+    assert [c.split(" (")[0] for c in carry.save(machine_a, state)] == [CKPT]
+    assert carry.progress(state / CKPT) == (3, ["Hopper-v5/clip_0.2/seed7"])
+
+    # machine B has none: it gets A's; it trains further and saves; A, back again, takes B's over its own
+    assert len(carry.restore(machine_b, state)) == 1
+    messages = []
+    with monkeypatch.context() as m:
+        kill_at(m, ppo.envs.LockstepEnvs, "step", 128 * 2 + 5)
+        with pytest.raises(Killed):
+            train_group([spec(machine_b)], log=messages.append, checkpoint=machine_b / "results" / CKPT,
+                        checkpoint_every=1)
+    assert any("resumed from" in m for m in messages)
+    carry.save(machine_b, state)
+    assert carry.progress(state / CKPT)[0] == 5
+    assert len(carry.restore(machine_a, state)) == 1 and carry.progress(machine_a / "results" / CKPT)[0] == 5
+    assert carry.restore(machine_a, state) == []  # as far already: nothing to copy
+
+    # A finishes the group: its checkpoint is gone, its records written; the carried copy is removed
+    train_group([spec(machine_a)], log=lambda _: None, checkpoint=machine_a / "results" / CKPT, checkpoint_every=1)
+    manifest = json.loads((spec(machine_a).out_dir / "manifest.json").read_text())
+    assert [p["from_iteration"] for p in manifest["training_parts"]] == [0, 3, 5]  # A, then B, then A again
+    assert carry.save(machine_a, state) == [f"{CKPT}: removed (its group finished)"]
+    assert not (state / CKPT).exists()
+
+
+def test_a_leftover_checkpoint_of_finished_runs_is_not_restored(tmp_path, monkeypatch):
+    grid, state = tmp_path / "grid", tmp_path / "grid-state"
+    train_until_killed(grid, monkeypatch, 128 * 2 + 5)
+    carry.save(grid, state)
+    train_group([spec(grid)], log=lambda _: None, checkpoint=grid / "results" / CKPT, checkpoint_every=1)
+    assert carry.restore(grid, state) == []  # its run has its manifest here
+
+
+def test_no_grid_is_one_line(tmp_path, capsys):
+    assert carry.main(["save", "--from", str(tmp_path / "nowhere")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
