@@ -173,7 +173,7 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
             write_run(result, algo.run_model(g), group=[s.run_id for s in specs],
                       wall_seconds=time.perf_counter() - start, git=code, parts=parts)
         results.append(result)
-    if checkpoint is not None:
+    if checkpoint is not None and max_iterations is None:
         Path(checkpoint).unlink(missing_ok=True)  # every record is written; nothing left to resume
     return results
 

@@ -113,3 +113,14 @@ def test_a_group_resumed_on_another_processor_records_both_parts(tmp_path, monke
     assert first["platform"] != "GenuineIntel-6-AVX512" and first["from_step"] == 0
     assert second == {**second, "platform": "GenuineIntel-6-AVX512", "from_iteration": 3, "from_step": 768}
     assert manifest["resumed_on_another_platform"] is True and manifest["platform"]["key"] == "GenuineIntel-6-AVX512"
+
+
+def test_stopping_after_some_iterations_keeps_the_checkpoint_to_resume_from(tmp_path):
+    ckpt = tmp_path / "group.ckpt"
+    spec = RunSpec("Hopper-v5/clip_0.2/seed3", "Hopper-v5", CFG, 3)
+    start = train_group([spec], log=lambda _: None, checkpoint=ckpt, checkpoint_every=1, max_iterations=2)[0]
+    assert ckpt.exists() and len(start.updates) == 2
+    resumed = train_group([spec], log=lambda _: None, checkpoint=ckpt, checkpoint_every=1)[0]
+    whole = train_group([spec], log=lambda _: None)[0]
+    pd.testing.assert_frame_equal(resumed.updates, whole.updates, check_exact=True)
+    pd.testing.assert_frame_equal(resumed.episodes, whole.episodes, check_exact=True)
