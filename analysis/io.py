@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ppo import layout
-from ppo.records import EPISODE_COLUMNS, TIMING_COLUMNS  # the schemas the training side writes
+from ppo.records import EPISODE_COLUMNS, TIMING_COLUMNS, changed_record  # the schemas the training side writes
 
 UPDATE_COLUMNS = ("update", "global_step")
 MANIFEST_KEYS = ("run_id", "task", "variant", "variant_label", "seed", "status")
@@ -221,7 +221,11 @@ def load_study(runs_dir: str | Path, run_dirs: Iterable[str | Path] | None = Non
     keep = None if update_columns is None else list(dict.fromkeys([*UPDATE_COLUMNS, *update_columns]))
     rows, episodes, updates = [], [], []
     for run_dir in run_dirs:
-        rows.append(_flatten_manifest(read_manifest(run_dir / "manifest.json"), run_dir))
+        manifest = read_manifest(run_dir / "manifest.json")
+        changed = changed_record(run_dir, manifest)
+        if changed:  # a record that is not what training wrote is never scored
+            raise RunDataError(changed)
+        rows.append(_flatten_manifest(manifest, run_dir))
         run_episodes = read_parquet(run_dir / "episodes.parquet", EPISODE_COLUMNS)
         has_timing = (run_dir / "timing.parquet").exists()  # then its wall-clock columns are added below
         required = [c for c in keep or UPDATE_COLUMNS if not (has_timing and c in TIMING_COLUMNS[2:])]

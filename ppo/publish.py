@@ -50,7 +50,7 @@ WINDOW_STEPS = 2048
 INDEX_COLUMNS = ["study", "task", "variant", "seed", "status", "config_digest", "commit", "dirty", "host",
                  "processor", "resumed_on_another_platform",
                  "cpu_count", "python", "torch", "numpy", "mujoco", "gymnasium", "wall_seconds", "group",
-                 "finished"]
+                 "finished", "sha256_episodes", "sha256_updates", "sha256_timing"]
 
 
 def per_window(rows: pd.DataFrame, window_steps: int = WINDOW_STEPS) -> pd.DataFrame:
@@ -119,6 +119,7 @@ def index_row(study, run, folder: Path) -> dict:
             "numpy": packages.get("numpy"), "mujoco": packages.get("mujoco"),
             "gymnasium": packages.get("gymnasium"), "wall_seconds": m.get("wall_seconds"),
             "group": "; ".join(m.get("group") or []),
+            **{f"sha256_{name.split('.')[0]}": (m.get("sha256") or {}).get(name) for name in records.RECORD_FILES},
             "finished": pd.Timestamp((folder / "manifest.json").stat().st_mtime, unit="s").isoformat()}
 
 
@@ -134,11 +135,15 @@ def publish(sources: list[Path], published: Path = PUBLISHED, studies: list | No
             folder = publishable(source, study, run)
             if folder is None:
                 continue
+            manifest = json.loads((folder / "manifest.json").read_text())
+            changed = records.changed_record(folder, manifest)
+            if changed:
+                raise ConfigError(f"{changed}: not published")
             target = run_dir(published, study, run)
             for name in RUN_FILES[:-1]:
                 records.write_parquet(as_published(pd.read_parquet(folder / name), name), target / name)
-            # the manifest last: its presence means complete
-            records.atomic_write(target / "manifest.json", lambda tmp: shutil.copyfile(folder / "manifest.json", tmp))
+            # the manifest last: its presence means complete; its hashes are those of the published records
+            records.write_json({**manifest, "sha256": records.record_hashes(target)}, target / "manifest.json")
             added.append(run.run_id if study.name == "table1" else f"{study.name}:{run.run_id}")
             break
     write_index(studies, published)

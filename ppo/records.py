@@ -1,6 +1,7 @@
 """Run records: parquet tables and a manifest of what produced them, written atomically."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -19,6 +20,7 @@ from .experiments import PROJECT_ROOT
 # byte-identical files (tests/test_group_training.py); every wall-clock measure goes to timing.parquet.
 EPISODE_COLUMNS = ["global_step", "episode_return", "episode_length"]
 TIMING_COLUMNS = ["update", "global_step", "sps", "rollout_seconds", "optimize_seconds", "wall_time"]
+RECORD_FILES = ("episodes.parquet", "updates.parquet", "timing.parquet")  # a run's records, hashed in its manifest
 PACKAGES = ["torch", "numpy", "gymnasium", "mujoco", "ale-py", "box2d", "pandas", "pyarrow", "scipy", "snakemake"]
 
 
@@ -68,6 +70,48 @@ def write_parquet(df: pd.DataFrame, path: Path) -> None:
     atomic_write(Path(path), lambda p: df.to_parquet(
         p, index=False, compression="zstd", compression_level=19, use_dictionary=False,
         use_byte_stream_split=floats or False, column_encoding=ints or None))
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def record_hashes(folder: Path, names=RECORD_FILES) -> dict[str, str]:
+    """{file name: SHA-256} of a run's record files, as its manifest keeps them (field ``sha256``)."""
+    return {name: sha256(Path(folder) / name) for name in names if (Path(folder) / name).is_file()}
+
+
+_checked: dict[tuple, str | None] = {}  # (file, size, mtime, recorded hash) -> the verdict: planning asks often
+
+
+def changed_record(folder: Path, manifest: dict) -> str | None:
+    """One line naming the first record file of ``folder`` whose content is not what its manifest recorded
+    (a flipped bit, an edit, a truncation, a missing file), or None. Runs recorded before hashes were kept
+    (no ``sha256`` field) have nothing to check against."""
+    recorded = manifest.get("sha256")
+    if recorded is None:
+        return None
+    if not isinstance(recorded, dict):
+        return f"{Path(folder) / 'manifest.json'}: field sha256 is not a mapping of file names to hashes"
+    for name, expected in recorded.items():
+        path = Path(folder) / str(name)
+        try:
+            stat = path.stat()
+        except OSError:
+            return f"{path}: missing, but its manifest records its SHA-256"
+        key = (str(path), stat.st_size, stat.st_mtime_ns, expected)
+        if key not in _checked:
+            found = sha256(path)
+            _checked[key] = (None if found == expected else
+                             f"{path}: its content changed after it was written (SHA-256 {found[:12]}…, its manifest "
+                             f"records {str(expected)[:12]}…)")
+        if _checked[key]:
+            return _checked[key]
+    return None
 
 
 def write_json(obj: dict, path: Path) -> None:

@@ -59,7 +59,7 @@ def run_meta(study: Study, run: Run) -> dict:
             "config_digest": run.config_digest}
 
 
-RECORD_FILES = ("episodes.parquet", "updates.parquet", "timing.parquet")
+RECORD_FILES = records.RECORD_FILES
 COPIED_FILES = (*RECORD_FILES, "model.pt")
 
 
@@ -87,6 +87,9 @@ def copy_run(source: Path, run: Run, run_dir: Path, meta: dict) -> None:
     missing = [name for name in RECORD_FILES if not (source / name).is_file()]
     if missing:
         raise ConfigError(f"{source}: the run to copy lacks {missing}")
+    changed = records.changed_record(source, manifest)
+    if changed:
+        raise ConfigError(f"{changed}: the run is not copied")
     for name in [n for n in COPIED_FILES if (source / n).is_file()]:  # published runs have no model.pt
         records.atomic_write(run_dir / name, lambda tmp, name=name: shutil.copyfile(source / name, tmp))
     origin = {"run_dir": str(source), "study": manifest.get("study"), "scale": manifest.get("scale")}

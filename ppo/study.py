@@ -9,6 +9,7 @@ import dataclasses
 import fnmatch
 import json
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from .experiments import EXPERIMENTS_DIR, Variant, check_keys, load_variant, rea
 from .atari import check_atari_task, is_atari, load_protocol
 from .envs import check_task, discrete_actions, task_name
 from .layout import RUN_FILES, run_dir, run_id, settings_digest
+from .records import changed_record
 from .reports import REPORTS  # the analysis a study's results get
 from .schema import recorded_digest
 
@@ -122,9 +124,24 @@ def is_current(results: Path | str, study: Study, run: Run) -> bool:
     if not all((folder / name).exists() for name in study.run_files):
         return False
     try:
-        return recorded_digest(json.loads((folder / "manifest.json").read_text())) == run.config_digest
+        manifest = json.loads((folder / "manifest.json").read_text())
+        if recorded_digest(manifest) != run.config_digest:
+            return False
     except (OSError, ValueError, RecursionError, AttributeError, KeyError, TypeError):  # unreadable: not finished
         return False
+    identity = {"task": run.task, "variant": run.variant.name, "seed": run.seed}
+    changed = next((f"{folder / 'manifest.json'}: field {k} is {manifest.get(k)!r}, but the run in this folder is "
+                    f"{v!r}" for k, v in identity.items() if k in manifest and manifest[k] != v), None)
+    changed = changed or changed_record(folder, manifest)
+    if changed:  # not finished: trained again (or, published, not copied), said once per file
+        if changed not in _said:
+            _said.add(changed)
+            print(f"warning: {changed}; the run is treated as not finished", file=sys.stderr)
+        return False
+    return True
+
+
+_said: set[str] = set()
 
 
 def plan_groups(studies: list[Study], group_size: int, results: Path | str,

@@ -274,5 +274,6 @@ def write_run(result: RunResult, model: dict, group: list[str], wall_seconds: fl
         "resumed_on_another_platform": resumed_elsewhere(parts or []),
         "env_protocol": env_protocol_record(spec.task, spec.config),
         **spec.meta,
+        "sha256": records.record_hashes(out),  # what the records are: a later change of a bit is noticed
     }
     records.write_json(manifest, out / "manifest.json")
