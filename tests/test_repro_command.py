@@ -1,0 +1,17 @@
+"""./repro's own checks: a bad CORES is one line and exit 2, before Snakemake starts (issue 30: CORES=0 hung,
+CORES=-1 ended in a training job's traceback)."""
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("cores", ["0", "-1", "two", "02"])
+def test_a_bad_core_count_is_one_line(cores):
+    done = subprocess.run([str(ROOT / "repro"), "-n"], env={**os.environ, "CORES": cores}, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr == f"error: CORES={cores} must be a whole number of cores, at least 1\n" and done.stdout == ""
