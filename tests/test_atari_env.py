@@ -273,3 +273,77 @@ def test_inactive_envs_are_untouched():
     assert envs.episode_length[0] == 25
     with pytest.raises(ValueError, match="mask over the 3"):
         envs.step(np.zeros(3, dtype=np.int64), np.array([True, False]))
+
+
+class WrapperStepper:
+    """One environment stepped through gymnasium's wrappers themselves (``env.step`` of make_atari_env), with
+    the auto-reset, life-loss signal and FIRE reset of AtariLockstepEnvs: the definition its own stepping
+    must reproduce."""
+
+    def __init__(self, task, seed, protocol):
+        self.env, self.protocol = make_atari_env(task, protocol), protocol
+        self.ale = self.env.unwrapped.ale
+        self.fire = protocol.fire_reset and "FIRE" in self.env.unwrapped.get_action_meanings()
+        self.episode_return = 0.0
+        self.obs = self.reset(seed)
+
+    def reset(self, seed=None):
+        obs = self.env.reset(seed=seed)[0]
+        self.lives = self.ale.lives()
+        return self.fire_reset(obs)
+
+    def fire_reset(self, obs):
+        for action in (1, 2) if self.fire else ():
+            obs, reward, terminated, truncated, info = self.env.step(action)
+            self.episode_return += reward
+            self.lives = info["lives"]
+            if terminated or truncated:
+                obs = self.env.reset()[0]
+                self.lives = self.ale.lives()
+        return obs
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.episode_return += reward
+        life_lost = terminated or 0 < info["lives"] < self.lives
+        self.lives = info["lives"]
+        final = None
+        if terminated or truncated:
+            final, self.episode_return = obs, 0.0
+            obs = self.reset()
+        elif life_lost and self.protocol.life_loss_signal:
+            obs = self.fire_reset(obs)
+        self.obs = obs
+        return reward, terminated, truncated and not terminated, final, life_lost
+
+
+@pytest.mark.parametrize("task, protocol, steps", [
+    # a frame cap that is no multiple of the skip ends episodes inside a skip (stale max-pool frames)
+    ("ALE/Breakout-v5", dataclasses.replace(PAPER, max_episode_frames=1001), 700),
+    ("ALE/Breakout-v5", dataclasses.replace(MACHADO, max_episode_frames=1202), 700),
+    ("ALE/Pong-v5", dataclasses.replace(MACHADO, grayscale=False, frame_skip=3, screen_size=64,
+                                        max_episode_frames=500), 300),
+], ids=["paper2017", "machado2018", "rgb-skip3"])
+def test_steps_give_the_frames_of_gymnasiums_wrappers(task, protocol, steps):
+    """AtariLockstepEnvs steps the emulator itself (AtariLockstepEnvs._advance): every observation, reward,
+    episode end, final observation, lost life and max-pool frame is that of AtariPreprocessing +
+    FrameStackObservation stepped through gymnasium, over resets, truncations inside a frame skip and lost
+    lives (with FIRE resets under paper2017)."""
+    seeds = [5, 6]
+    envs = AtariLockstepEnvs(task, seeds, protocol)
+    refs = [WrapperStepper(task, seed, protocol) for seed in seeds]
+    rng = np.random.default_rng(0)
+    ends = lives_lost = 0
+    for t in range(steps):
+        actions = rng.integers(envs.num_actions, size=len(seeds))
+        rewards, terminated, truncated, final_obs, finished = envs.step(actions)
+        for i, ref in enumerate(refs):
+            reward, term, trunc, final, life_lost = ref.step(int(actions[i]))
+            assert (rewards[i], terminated[i], truncated[i], envs.life_lost[i]) == (reward, term, trunc, life_lost), t
+            assert np.array_equal(envs.obs[i], ref.obs), t
+            assert (final is None) == (i not in final_obs) and (final is None or np.array_equal(final_obs[i], final))
+            assert envs.lives[i] == ref.lives and envs.episode_return[i] == ref.episode_return
+            assert all(np.array_equal(x, y) for x, y in zip(envs.pools[i], ref.env.env.obs_buffer))
+            ends, lives_lost = ends + (final is not None), lives_lost + life_lost
+    assert ends >= 2
+    assert task == "ALE/Pong-v5" or lives_lost >= ends + 2  # Breakout: lives were also lost within games

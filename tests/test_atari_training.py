@@ -7,6 +7,7 @@ import shutil
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 import ppo.algorithms.base
 import ppo.rollout
@@ -14,7 +15,7 @@ from ppo.algorithms import algorithm_class
 from ppo.atari import load_protocol
 from ppo.config import ConfigError, build_config
 from ppo.experiments import EXPERIMENTS_DIR, deep_merge, load_preset, load_variant
-from ppo.rollout import collect_atari_batch, group_context
+from ppo.rollout import channels_last, collect_atari_batch, group_context, to_runs
 from ppo.study import load_study
 from ppo.train import RunSpec, env_protocol_record, train_group
 from killing import kill_then_resume
@@ -90,6 +91,37 @@ def test_without_clipping_or_life_signal_the_learner_sees_the_raw_game(monkeypat
     raw, ends = np.array(rec.raw), np.array(rec.ends)
     np.testing.assert_array_equal(seen["rewards"], raw)
     assert np.array_equal(seen["episode_end"].astype(bool), ends)  # only the game's own ends
+
+
+def test_channels_last_moves_whole_frames():
+    rng = np.random.default_rng(0)
+    for channels in (1, 3, 4):
+        frames = rng.integers(0, 256, size=(5, channels, 7, 9), dtype=np.uint8)
+        assert np.array_equal(channels_last(frames), frames.transpose(0, 2, 3, 1))
+
+
+def test_the_batch_holds_the_frames_seen_channels_last_and_the_policy_that_acted():
+    """The rollout's frames reach the update as they were seen, in channels-last memory, and π_old is the
+    policy the actions were sampled from: the network on those frames (up to the summation order of another
+    batch size)."""
+    cfg = config(num_envs=2, horizon=40, ppo={"minibatch_size": 40})
+    ctx = group_context("ALE/Breakout-v5", [cfg, cfg], [0, 1])
+    seen = []
+    real_step = ctx.envs.step
+
+    def step(actions):
+        seen.append(ctx.envs.obs.copy())
+        return real_step(actions)
+
+    ctx.envs.step = step
+    agent = algorithm_class("ppo")(ctx).agent
+    batch = collect_atari_batch(ctx, agent)
+    assert torch.equal(batch.obs, torch.from_numpy(to_runs(np.stack(seen), 40, 2, 2)))
+    assert batch.obs.permute(0, 1, 3, 4, 2).is_contiguous()
+    with torch.no_grad():
+        policy = agent.policy(batch.obs)
+    torch.testing.assert_close(batch.policy.logits, policy.logits, rtol=0, atol=1e-5)
+    ctx.envs.close()
 
 
 def test_table5_annealing_and_records():

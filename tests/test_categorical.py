@@ -53,3 +53,11 @@ def test_like_and_frozen():
     old = p.frozen()
     assert not old.params.requires_grad
     torch.testing.assert_close(old.like(old.params).log_prob(torch.zeros(2, 4)), p.log_prob(torch.zeros(2, 4)))
+
+
+def test_of_log_probs_keeps_another_policys_log_probabilities_bit_for_bit():
+    policy = Categorical(torch.randn(2, 50, 18, generator=torch.Generator().manual_seed(0)) * 3)
+    kept = Categorical.of_log_probs(policy.logits[:, 10:30])
+    assert torch.equal(kept.logits, policy.logits[:, 10:30])
+    renormalized = Categorical(policy.logits[:, 10:30])  # what the constructor would give: moved by rounding
+    torch.testing.assert_close(renormalized.logits, kept.logits, rtol=0, atol=1e-6)

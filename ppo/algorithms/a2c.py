@@ -172,7 +172,7 @@ class A2C(ActorCriticAlgorithm):
             self.update_return_stats(batch.returns)
 
         # ---- (3), (4) one step
-        stats = self.update(batch.obs, batch.actions, batch.advantages, targets)
+        stats = self.update(batch.obs, batch.actions, batch.advantages, targets, batch.policy)
         if s.return_norm:
             stats["return_std"] = return_std
         return {**stats, "explained_variance": batch.explained_variance, "learning_rate": np.full(G, lr),
@@ -212,11 +212,12 @@ class A2C(ActorCriticAlgorithm):
         return -((z_mean * mean).sum((1, 2)) + (z_log_std * agent.log_std).sum((1, 2))) / B
 
     def update(self, obs: torch.Tensor, actions: torch.Tensor, advantages: torch.Tensor,
-               targets: torch.Tensor) -> dict:
-        """One optimizer step for every run; the average policy follows (trust region)."""
+               targets: torch.Tensor, old_policy=None) -> dict:
+        """One optimizer step for every run; the average policy follows (trust region). ``old_policy``: the
+        policy before the step on ``obs`` where the rollout kept it (Atari), else computed here."""
         s, agent, flat = self.settings, self.agent, self.flat
         with torch.no_grad():
-            old_policy = agent.policy(obs).frozen()
+            old_policy = agent.policy(obs).frozen() if old_policy is None else old_policy.frozen()
         stats = self.loss_and_gradient(obs, actions, advantages, targets)
         if s.max_grad_norm is not None:
             stats["grad_norm"] = per_run_grad_norm_clip(flat, s.max_grad_norm)

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from ..batched import BatchedAdam, PerRunAdam, per_run_grad_norm_clip
+from ..categorical import Categorical
 from ..normalizer import RewardScaler
 from ..objective import adapt_beta, objective_terms, value_loss
 from ..rollout import GroupContext, recompute_advantages, standardized
@@ -66,17 +67,19 @@ class PPO(ActorCriticAlgorithm):
         batch = self.collect()
 
         # ---- (2) π_old on the batch; per-sample data in one tensor, so a minibatch is a single gather.
-        # Atari frames [G, B, C, H, W] are stored channels-last once here ([G, B, H, W, C] memory, ``obs`` a
-        # view of it): the convolutions want that layout, and each minibatch then skips a transposing copy.
+        # Atari frames [G, B, C, H, W] are stored channels-last ([G, B, H, W, C] memory, ``obs`` a view of it;
+        # the rollout stores them so): the convolutions want that layout, and each minibatch then skips a
+        # transposing copy. π_old on Atari is the policy the rollout acted with (as baselines ppo2 keeps the
+        # rollout's neglogpacs): the same parameters on the same frames, without another pass of the network.
         frames = batch.obs.dim() == 5
         stored = batch.obs.permute(0, 1, 3, 4, 2).contiguous() if frames else batch.obs
         obs = stored.permute(0, 1, 4, 2, 3) if frames else stored
         with torch.no_grad():
-            old_policy = agent.policy(obs).frozen()
+            old_policy = batch.policy.frozen() if batch.policy is not None else agent.policy(obs).frozen()
             old_logp = old_policy.log_prob(batch.actions)
             # V_old, the centre of value clipping: the value network before this update, on the observations as
-            # the update sees them (π_old is taken the same way; the rollout's values saw the normalizer's
-            # previous statistics), so that V = V_old at the first step, as in ppo2
+            # the update sees them (the rollout's values saw the normalizer's previous statistics), so that
+            # V = V_old at the first step, as in ppo2
             old_value = agent.value_of(obs) if cfg.ppo.vf_clip is not None else None
 
         def pack(advantages, returns):
@@ -147,7 +150,12 @@ class PPO(ActorCriticAlgorithm):
 
         # ---- (4) full-batch KL of this update, and the β rule (runs without a KL target keep β)
         with torch.no_grad():
-            batch_kl = old_policy.kl(agent.policy(obs)).mean(1)
+            if frames:  # minibatch-sized pieces: the convolutions run faster than on the whole batch at once
+                pieces = [agent.policy(obs[:, lo:lo + M]).logits for lo in range(0, B, M)]
+                policy = Categorical.of_log_probs(torch.cat(pieces, 1))
+            else:
+                policy = agent.policy(obs)
+            batch_kl = old_policy.kl(policy).mean(1)
         beta_used = self.beta
         self.beta = adapt_beta(self.beta, batch_kl, self.kl_target)
         clipfrac = torch.where(self.clip_eps.view(G).isfinite(), stats[4], torch.nan)
