@@ -191,3 +191,21 @@ def test_screenshot_script_writes_every_view(project, results, tmp_path):
     for shot in tmp_path.glob("*.png"):
         width, height = png_size(shot)
         assert width >= 1600 and height >= 1000, shot
+
+
+@pytest.mark.parametrize("width, height", [(1366, 768), (1920, 1080)])
+def test_the_first_screen_shows_the_top_of_the_page(report, width, height):
+    """The content pane's column starts at the pane's top, so the front page opens on its first lines and every
+    part of it is reachable by scrolling (it used to start ~3,000 px above the window, out of reach)."""
+    report.browser.set_viewport(height=height, width=width)
+    try:
+        report.browser.pump(0.3)
+        offset = report.browser.evaluate("""(() => {
+            const pane = [...document.querySelectorAll('div.h-screen.overflow-auto')]
+                .find(d => d.classList.contains('grow'));
+            pane.scrollTop = 0;
+            return pane.firstElementChild.getBoundingClientRect().top - pane.getBoundingClientRect().top;
+        })()""")
+        assert offset >= 0, f"the content's top is {-offset:.0f} px above the window at {width}x{height}"
+    finally:
+        report.browser.set_viewport(height=1000, width=1600)
