@@ -73,3 +73,19 @@ def test_stale_lock_is_cleared_only_without_a_live_snakemake(tmp_path):
 def test_repro_clears_the_stale_lock_before_snakemake():
     text = (ROOT / "repro").read_text()
     assert text.index("scripts/clear_stale_lock.py") < text.index(".venv/bin/snakemake --cores")
+
+
+def test_a_failed_report_job_leaves_the_last_good_report_in_place(project):
+    """Snakemake removes a failed job's outputs; the workflow puts the last good report back (last_good.py)."""
+    run = [sys.executable, "-m", "snakemake", "--cores", "2", "--config", "scale=smoke", "studies=[classic]"]
+    done = subprocess.run(run, cwd=project, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = project / "results/classic/smoke/report"
+    good = {p.name: p.read_bytes() for p in report.iterdir() if p.is_file()}
+    assert "table1.csv" in good and len(good) >= 10
+    (project / "reference/ppo2017_table1.csv").write_text("not,the\nreference,file\n")  # the report job now fails
+    done = subprocess.run([*run, "--forcerun", "table1_report_classic"], cwd=project, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode != 0
+    assert "the last good report is kept" in done.stderr
+    assert {p.name: p.read_bytes() for p in report.iterdir() if p.is_file()} == good

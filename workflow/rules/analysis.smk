@@ -88,5 +88,6 @@ for _study in STUDIES:
             command=report_options(_report, _study),
         log:
             f"{log_dir(_study)}/{_study.report}_report.log",
+        # the outputs kept beside their folder: a later failed report job leaves them in place (last_good.py)
         shell:
-            "python {params.command:q} > {log:q} 2>&1"
+            "python {params.command:q} > {log:q} 2>&1 && python workflow/scripts/last_good.py save {output:q}"
