@@ -71,9 +71,15 @@ class _StrictLoader(yaml.SafeLoader):
 def read_yaml(path: Path) -> dict:
     """A YAML file's top-level mapping; any failure is one ConfigError naming the file (and line)."""
     if not path.is_file():
-        raise ConfigError(f"{path}: file not found")
+        what = ("a folder, not a file" if path.is_dir() else
+                "not a regular file (a pipe, device or socket)" if path.exists() else "file not found")
+        raise ConfigError(f"{path}: {what}")
     try:
-        raw = path.read_bytes()
+        size = path.stat().st_size
+        if size > MAX_YAML_BYTES:  # before reading: a huge (or sparse) file is never read whole
+            raise ConfigError(f"{path}: {size:,} bytes, more than the limit of {MAX_YAML_BYTES:,} for an experiment file")
+        with open(path, "rb") as f:
+            raw = f.read(MAX_YAML_BYTES + 1)  # a file that grew since: still at most the limit and a byte
     except OSError as err:
         raise ConfigError(f"{path}: cannot read it ({err.strerror or type(err).__name__})") from None
     if len(raw) > MAX_YAML_BYTES:

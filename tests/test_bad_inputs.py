@@ -85,6 +85,20 @@ def variant(text: str) -> Callable[[Path], None]:
     return write("experiments/variants/broken.yaml", text)
 
 
+def odd_variant_file(kind: str) -> Callable[[Path], None]:
+    """experiments/variants/broken.yaml as a FIFO, a folder, or a 20 GB sparse file (issue 30)."""
+    def build(root: Path) -> None:
+        path = root / "experiments/variants/broken.yaml"
+        if kind == "fifo":
+            os.mkfifo(path)
+        elif kind == "folder":
+            path.mkdir()
+        else:
+            with open(path, "wb") as f:
+                f.truncate(20 * 2**30)  # no disk used: never to be read whole
+    return build
+
+
 def study(old: str, new: str) -> Callable[[Path], None]:
     return edit("experiments/studies/table1.yaml", old, new)
 
@@ -157,6 +171,12 @@ def half_a_checkpoint() -> bytes:
 # ---- the corpus ------------------------------------------------------------------------------------------
 
 CASES = [
+    # Variant files that are not regular files, or far too large (issue 30): named, never read whole.
+    Case("a FIFO as a variant file", "variant", odd_variant_file("fifo"),
+         (r"variants/broken\.yaml", "not a regular file")),
+    Case("a folder as a variant file", "variant", odd_variant_file("folder"), (r"variants/broken\.yaml", "a folder")),
+    Case("a 20 GB sparse variant file", "variant", odd_variant_file("sparse"),
+         (r"variants/broken\.yaml", "21,474,836,480 bytes, more than the limit")),
     # Bad YAML.
     Case("bad YAML in a variant", "variant", variant("label: [unclosed\n"),
          (r"variants/broken\.yaml", "not valid YAML", "line 1")),
@@ -283,6 +303,9 @@ CASES = [
     Case("config: negative group_size", "snakemake", lambda root: None,
          (r"config/config\.yaml", "field group_size", "-3 is less than the minimum of 0"),
          args={"argv": ["-n", "--config", "group_size=-3"]}),
+    Case("config: a simulator speed so small its job time overflows", "snakemake", lambda root: None,
+         (r"config/config\.yaml", "field sim_steps_per_second.CartPole-v1", "less than the minimum of 1"),
+         args={"argv": ["-n", "--config", "sim_steps_per_second={CartPole-v1: 5.0e-324}"]}),
     Case("config: no seeds", "snakemake", edit("config/config.yaml", "seeds: null", "seeds: 0"),
          (r"config/config\.yaml", "field seeds", "0 is less than the minimum of 1"), args={"argv": ["-n"]}),
     Case("config: scale the study does not define", "snakemake", edit("config/config.yaml", "scale: reduced", "scale: huge"),
