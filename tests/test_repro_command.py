@@ -15,3 +15,11 @@ def test_a_bad_core_count_is_one_line(cores):
                           text=True, timeout=60)
     assert done.returncode == 2
     assert done.stderr == f"error: CORES={cores} must be a whole number of cores, at least 1\n" and done.stdout == ""
+
+
+def test_a_target_passes_through_to_snakemake():
+    """`./repro <target>` was a 115-line usage dump (the target read as a second --logger value)."""
+    done = subprocess.run([str(ROOT / "repro"), "-n", "results/classic/reduced/report/deviations.csv"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-1000:]
+    assert "usage:" not in done.stderr and "deviations_classic" in done.stdout + done.stderr
