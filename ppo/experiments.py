@@ -9,6 +9,7 @@ depth and aliases); unknown keys are refused with the file and field named.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -133,7 +134,16 @@ def check_label(label, source: str) -> str:
     if len(label) > MAX_LABEL or not label.isprintable() or "$" in label or "|" in label or label.startswith("_"):
         raise ConfigError(f"{source}: field label {show(label)} cannot be shown in tables and figures: use one line "
                           f"of at most {MAX_LABEL} printable characters without '$' or '|', not starting with '_'")
+    mixed = next((word for word in re.findall(r"[^\W\d_]+", label) if len(_scripts(word)) > 1), None)
+    if mixed:  # "Сlipping" with a Cyrillic С prints like "Clipping": two settings would look the same
+        raise ConfigError(f"{source}: field label {show(label)}: the word {mixed!r} mixes letters of "
+                          f"{' and '.join(sorted(_scripts(mixed)))}, a look-alike of another word")
     return label
+
+
+def _scripts(word: str) -> set[str]:
+    """The scripts of a word's letters by their Unicode names' first word (LATIN, GREEK, CYRILLIC, ...)."""
+    return {unicodedata.name(c, "UNKNOWN").split()[0] for c in word if c.isalpha()}
 
 
 @dataclass(frozen=True)

@@ -187,6 +187,12 @@ CASES = [
          variant(VARIANT + "overrides: {horizon: 1024}\noverrides: {horizon: 4096}\n"),
          (r"variants/broken\.yaml", "overrides", "more than once|duplicate")),
     # Unknown keys.
+    Case("a look-alike label (a Cyrillic С in Clipping)", "variant",
+         variant("label: \"\u0421lipping, \u03b5 = 0.2\"\npreset: ppo_mujoco_paper\n"),
+         (r"variants/broken\.yaml", "field label", "mixes letters of CYRILLIC and LATIN")),
+    Case("variant names that differ only by case", "study",
+         chain(write("experiments/variants/Clip_0.2.yaml", VARIANT), study('"clip_*", ', '"clip_*", Clip_0.2, ')),
+         (r"studies/table1\.yaml", "'clip_0.2' and 'Clip_0.2' differ only by case")),
     Case("unknown top-level key in a variant", "variant", variant(VARIANT + "overides: {}\n"),
          (r"variants/broken\.yaml", "overides")),
     Case("unknown hyperparameter", "variant", variant(VARIANT + "overrides: {learning_rat: 1}\n"),
