@@ -1,10 +1,12 @@
 """Run records: parquet tables and a manifest of what produced them, written atomically."""
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import platform
+import shutil
 import socket
 import subprocess
 import sys
@@ -31,9 +33,22 @@ def atomic_write(path: Path, write) -> None:
     try:
         write(tmp)
         os.replace(tmp, path)
+    except (OSError, RuntimeError) as err:
+        # torch reports a full disk as "enforce fail ... unexpected pos": say what it is
+        if isinstance(err, OSError) and err.errno == errno.ENOSPC or disk_full(path.parent):
+            raise OSError(errno.ENOSPC, f"no space left on device writing {path} (the file as it was is kept)") from None
+        raise
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+def disk_full(folder: Path, margin: int = 1 << 20) -> bool:
+    """Whether the file system of ``folder`` has less than ``margin`` bytes left."""
+    try:
+        return shutil.disk_usage(folder).free < margin
+    except OSError:
+        return False
 
 
 def unwritable(dirs) -> str | None:

@@ -12,6 +12,7 @@ run named is not trained but copied from the same run finished in another study 
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import shutil
 import sys
@@ -139,8 +140,15 @@ def main(argv=None) -> int:
     specs = [RunSpec(run.run_id, run.task, run.variant.config, run.seed, run_dir, meta=run_meta(study, run))
              for run, run_dir in zip(runs, run_dirs)]
     print(f"group of {len(specs)} runs of {specs[0].task}, {study.total_steps:,} steps each", flush=True)
-    train_group(specs, log=lambda msg: print(msg, flush=True), checkpoint=checkpoint,
-                checkpoint_every=args.checkpoint_every)
+    try:
+        train_group(specs, log=lambda msg: print(msg, flush=True), checkpoint=checkpoint,
+                    checkpoint_every=args.checkpoint_every)
+    except OSError as err:
+        if err.errno != errno.ENOSPC:
+            raise
+        print(f"error: {err.strerror}; the last checkpoint is kept: free space and run again to resume",
+              file=sys.stderr)
+        return 1
     return 0
 
 
