@@ -272,10 +272,11 @@ def load_study(name: str, scale: str, seeds: int | None = None, experiments_dir:
                               f"{experiments_dir / 'variants'}")
         names += [m for m in matched if m not in names]  # overlapping patterns are fine
     folded = {}
-    for name in names:  # one folder on a case-insensitive file system: the runs would overwrite each other
-        if folded.setdefault(name.casefold(), name) != name:
-            raise ConfigError(f"{path}: field {variant_field}: variants {folded[name.casefold()]!r} and {name!r} differ "
-                              f"only by case; rename one of experiments/variants/{name}.yaml")
+    for variant_name in names:  # one folder on a case-insensitive file system: the runs would overwrite each other
+        first = folded.setdefault(variant_name.casefold(), variant_name)
+        if first != variant_name:
+            raise ConfigError(f"{path}: field {variant_field}: variants {first!r} and {variant_name!r} differ only by "
+                              f"case; rename one of experiments/variants/{variant_name}.yaml")
     if anchor not in names:
         raise ConfigError(f"{path}: field anchor {show(anchor)} is not one of the study's variants {names}")
     presets = _preset_substitutions(data.get("presets", {}), path, experiments_dir)

@@ -46,6 +46,7 @@ def test_narrowing_a_study_keeps_its_runs_and_refuses_in_one_line():
     from ppo.study import load_study, narrowed
 
     whole = load_study("atari", "paper")
+    assert whole.name == "atari"  # its own name, not one of its variants'
     part = narrowed(whole, ["ALE/Pong-v5"], ["atari_ppo"])
     assert [r.run_id for r in part.runs()] == ["ALE/Pong-v5/atari_ppo/seed0", "ALE/Pong-v5/atari_ppo/seed1",
                                                "ALE/Pong-v5/atari_ppo/seed2"]

@@ -23,3 +23,13 @@ def test_a_target_passes_through_to_snakemake():
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-1000:]
     assert "usage:" not in done.stderr and "deviations_classic" in done.stdout + done.stderr
+
+
+def test_a_file_named_snakemake_is_one_line(tmp_path):
+    """A file where Snakemake keeps its state folder was Snakemake's FileExistsError traceback (issue 30)."""
+    for name in ("repro", ".venv"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    (tmp_path / ".snakemake").write_text("not a folder\n")
+    done = subprocess.run([str(tmp_path / "repro"), "-n"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr == "error: .snakemake is a file, not Snakemake's state folder: move it away and run again\n"
