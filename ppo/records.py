@@ -88,11 +88,8 @@ def write_parquet(df: pd.DataFrame, path: Path) -> None:
 
 
 def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def record_hashes(folder: Path, names=RECORD_FILES) -> dict[str, str]:
