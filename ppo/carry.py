@@ -88,6 +88,20 @@ def restore(grid: Path, state: Path = STATE) -> list[str]:
     return copy_newer(checkpoints(state), grid / "results", [grid / "results", PUBLISHED])
 
 
+def resumable(grid: Path) -> list[Path]:
+    """The manifests (relative to the grid) of the unfinished runs that have a checkpoint, furthest first: the
+    grid asks Snakemake to train these first, so that a carried run resumes before new ones start."""
+    results = grid / "results"
+    done = [results, PUBLISHED]
+    found = []
+    for relative, path in checkpoints(results).items():
+        at, runs = progress(path)
+        if at > 0 and not finished(relative, runs, done):
+            study_scale = relative.parent.parent
+            found += [(at, Path("results") / study_scale / "runs" / run / "manifest.json") for run in runs]
+    return [manifest for _, manifest in sorted(found, key=lambda item: -item[0])]
+
+
 def commit(changes: list[str], repo: Path = PROJECT_ROOT) -> None:
     """Commit grid-state/ alone, whatever else the work tree holds."""
     subprocess.run(["git", "-C", str(repo), "add", "-A", "grid-state"], check=True)
@@ -106,7 +120,12 @@ def main(argv=None) -> int:
     s.add_argument("--commit", action="store_true", help="commit grid-state/ (and nothing else)")
     r = sub.add_parser("restore", help="copy committed checkpoints the grid lacks or has older")
     r.add_argument("--into", dest="grid", type=Path, required=True, help="the grid's clone (holds results/)")
+    q = sub.add_parser("resumable", help="print the manifests of unfinished runs with a checkpoint, furthest first")
+    q.add_argument("--from", dest="grid", type=Path, required=True, help="the grid's clone (holds results/)")
     args = p.parse_args(argv)
+    if args.command == "resumable":
+        print("\n".join(str(manifest) for manifest in resumable(args.grid)))
+        return 0
     try:
         changes = save(args.grid) if args.command == "save" else restore(args.grid)
     except OSError as err:

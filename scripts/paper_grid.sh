@@ -91,14 +91,18 @@ case "${1:-status}" in
         echo "paper_grid: $left SB3 reference runs on one core (log: $GRID/sb3.log)"
       fi
     fi
+    # Runs with a checkpoint first (the furthest, one per core): otherwise Snakemake may start new runs on every
+    # core, and a carried run waits for a whole run's time, its checkpoint only aging.
+    mapfile -t resumable < <(cd "$REPO" && .venv/bin/python -m ppo.carry resumable --from "$GRID" | head -n "$grid_cores")
+    first=(); [ "${#resumable[@]}" -gt 0 ] && first=(--prioritize "${resumable[@]}")
     # The studies the dataset publishes (ppo.publish.STUDIES: Table 1, Figure 3 and their checks), as the clone has them
     studies="${STUDIES:-$(cd "$GRID" && .venv/bin/python -c 'from ppo.publish import STUDIES; print(",".join(STUDIES))')}"
     echo "$(date -Is) start $rev studies=[$studies] ${GRID_CONFIG[*]} group_size=$GROUP_SIZE cores=$grid_cores" >> "$GRID/grid.history"
     background "$GRID/grid.pid" "$LOG" \
       "$GRID/.venv/bin/snakemake" --directory "$GRID" --snakefile "$GRID/workflow/Snakefile" \
-      --cores "$grid_cores" --keep-going --rerun-incomplete \
+      --cores "$grid_cores" --keep-going --rerun-incomplete ${first[@]+"${first[@]}"} \
       --config "studies=[$studies]" scale=paper group_size="$GROUP_SIZE" ${GRID_CONFIG[@]+"${GRID_CONFIG[@]}"}
-    echo "paper_grid: training in $GRID at ${rev:0:10} on $grid_cores cores (log: $LOG)"
+    echo "paper_grid: training in $GRID at ${rev:0:10} on $grid_cores cores (log: $LOG)${resumable[0]:+; first, ${#resumable[@]} runs with a checkpoint}"
     ;;
   status)
     if running; then echo "running in $GRID"; else echo "not running"; fi

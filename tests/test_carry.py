@@ -1,5 +1,6 @@
 """ppo.carry: unfinished groups' checkpoints travel to the next machine through grid-state/, the furthest wins."""
 import json
+from pathlib import Path
 
 import pytest
 
@@ -32,6 +33,9 @@ def test_the_furthest_checkpoint_travels_and_a_finished_group_leaves(tmp_path, m
     assert [c.split(" (")[0] for c in carry.save(machine_a, state)] == [CKPT]
     assert carry.progress(state / CKPT) == (3, ["Hopper-v5/clip_0.2/seed7"])
 
+    assert carry.resumable(machine_a) == [Path("results/table1/paper/runs/Hopper-v5/clip_0.2/seed7/manifest.json")]
+    assert carry.resumable(machine_b) == []
+
     # machine B has none: it gets A's; it trains further and saves; A, back again, takes B's over its own
     assert len(carry.restore(machine_b, state)) == 1
     messages = []
@@ -52,6 +56,7 @@ def test_the_furthest_checkpoint_travels_and_a_finished_group_leaves(tmp_path, m
     assert [p["from_iteration"] for p in manifest["training_parts"]] == [0, 3, 5]  # A, then B, then A again
     assert carry.save(machine_a, state) == [f"{CKPT}: removed (its group finished)"]
     assert not (state / CKPT).exists()
+    assert carry.resumable(machine_a) == []  # finished: nothing to put first
 
 
 def test_a_leftover_checkpoint_of_finished_runs_is_not_restored(tmp_path, monkeypatch):
