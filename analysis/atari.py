@@ -32,8 +32,8 @@ from analysis import protocol
 from analysis.io import RunDataError
 from analysis.protocol import paper_values, seed_range
 from analysis.references import format_steps
-from ppo.algorithms import lines as algorithm_lines
-from ppo.config import NETWORKS
+from ppo.config.registry import lines as algorithm_lines
+from ppo.config.run_config import NETWORKS
 
 PAPER_ALGORITHMS = ("a2c", "acer", "ppo")  # Table 6's columns, in its order: the published scores in reference/
 # Every line that trains Atari (a convolutional network), as ppo/algorithms/<name>.py declares it; Table 6's

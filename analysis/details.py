@@ -10,7 +10,7 @@ per task our random policy = 0, the best setting of the study = 1). Against the 
   (:func:`analysis.stats.stratified_bootstrap`). One run per task and setting gives no interval.
 - **probability of improvement** ``P(variant > anchor)`` (:func:`analysis.aggregate.probability_of_improvement`).
 
-A variant file's ``claim`` (ppo/experiments.py ``load_claim``) is checked with :func:`verdict`; its mechanism (a
+A variant file's ``claim`` (ppo/config/experiments.py ``load_claim``) is checked with :func:`verdict`; its mechanism (a
 per-update statistic of the runs, ``updates.parquet``) with :func:`mechanism_found`. The rule is stated in
 :data:`VERDICT_RULE`, which every claims table prints.
 """
@@ -29,8 +29,8 @@ from analysis import protocol
 from analysis.aggregate import probability_of_improvement
 from analysis.curves import AXES, new_figure, variant_colors
 from analysis.stats import Interval, bootstrap_ci_columns, stratified_bootstrap
-from ppo.experiments import Claim
-from ppo.envs import task_name
+from ppo.config.experiments import Claim
+from ppo.envs.gym import task_name
 
 SUPPORTED, CONTRADICTED, INCONCLUSIVE = "supported", "contradicted", "inconclusive at this number of seeds"
 NOT_TESTED = "not tested at this scale: none of its tasks ran"

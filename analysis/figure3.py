@@ -38,13 +38,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis import protocol
 from analysis.aggregate import METRICS, aggregate_metrics
 from analysis.curves import learning_curves, plot_curves
-from analysis import protocol
 from analysis.io import RunDataError
 from analysis.references import REF_COLUMNS, algo_rows, reference_columns, task_env_name
 from analysis.stats import bootstrap_ci, mean
-from ppo.algorithms import lines as algorithm_lines
+from ppo.config.registry import lines as algorithm_lines
 
 # line (the manifest's ``algorithm``) -> the leading token of its rows' ``algo`` in
 # reference/mujoco_reference_scores.csv, or None where no row exists; in display order. Every algorithm that

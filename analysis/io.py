@@ -1,6 +1,6 @@
 """Read a study's run directories into three flat tables.
 
-Each run lives in ``<runs_dir>/<task>/<variant>/seed<k>/`` (ppo.layout; a task may hold a slash,
+Each run lives in ``<runs_dir>/<task>/<variant>/seed<k>/`` (ppo.training.layout; a task may hold a slash,
 ``ALE/Pong-v5``) with ``episodes.parquet``, ``updates.parquet``, ``timing.parquet`` and ``manifest.json``. All runs are concatenated once with pyarrow
 (one ``to_pandas`` call per table) so a study of hundreds of runs loads in a second.
 Every failure names the offending file, because a study is only as good as its worst run.
@@ -17,19 +17,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from ppo import layout
-from ppo.records import EPISODE_COLUMNS, TIMING_COLUMNS, changed_record  # the schemas the training side writes
+from analysis.scores import final_scores
+from ppo.pipeline.reports import REPORTS
+from ppo.training import layout
+# the schemas the training side writes, and how a record is read (one line naming the file on any failure)
+from ppo.training.records import (EPISODE_COLUMNS, TIMING_COLUMNS, RunDataError, changed_record, one_line,  # noqa: F401
+                                  read_parquet)
 
 UPDATE_COLUMNS = ("update", "global_step")
 MANIFEST_KEYS = ("run_id", "task", "variant", "variant_label", "seed", "status")
 RUN_COLUMNS = ("run_id", "task", "variant", "variant_label", "seed", "status")
 RANDOM_COLUMNS = ("episode_return", "episode_length")
-
-
-class RunDataError(ValueError):
-    """A run file is missing, unreadable or lacks required fields."""
 
 
 class ReportError(ValueError):
@@ -41,8 +40,6 @@ def load_scored_study(runs: Path, manifest_files: list[Path] | None, random_file
     """What the MuJoCo reports start from: (episodes, updates, manifests, random_scores, scores). The runs are
     those of ``manifest_files`` (every run under ``runs`` if None), each task has our random-policy score, and
     at least one run has a finished episode (scores: analysis.scores.final_scores over ``window`` episodes)."""
-    from .scores import final_scores
-
     run_dirs = None if manifest_files is None else [m.parent for m in manifest_files]
     episodes, updates, manifests = load_study(runs, run_dirs, update_columns=update_columns)
     random_scores = load_random(random_files)
@@ -55,10 +52,8 @@ def load_scored_study(runs: Path, manifest_files: list[Path] | None, random_file
 
 def report_parser(report: str, description: str, reference_help: str, anchor_help: str = "the study's anchor variant",
                   window: int = 100) -> argparse.ArgumentParser:
-    """The options every report script takes, and those its entry in ppo.reports.REPORTS asks the workflow to
+    """The options every report script takes, and those its entry in ppo.pipeline.reports.REPORTS asks the workflow to
     pass (workflow/rules/analysis.smk: --random, --variant, --sb3-dir, --variant-files); a script adds its own."""
-    from ppo.reports import REPORTS
-
     entry = REPORTS[report]
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--runs", required=True, type=Path, help=f"results/<study>/<scale>/runs of a {report} study")
@@ -99,7 +94,7 @@ def report_main(name: str, parse_args: Callable, run_report: Callable, argv=None
 
 
 def find_run_dirs(runs_dir: str | Path) -> list[Path]:
-    """Return the ``<task>/<variant>/seed*`` directories under ``runs_dir`` (ppo.layout), sorted."""
+    """Return the ``<task>/<variant>/seed*`` directories under ``runs_dir`` (ppo.training.layout), sorted."""
     root = Path(runs_dir)
     if not root.is_dir():
         raise RunDataError(f"runs directory does not exist: {root}")
@@ -117,7 +112,7 @@ def read_manifest(path: str | Path) -> dict:
     try:
         manifest = json.loads(path.read_text())
     except (OSError, ValueError, RecursionError) as exc:  # ValueError: bad JSON or UTF-8, a 5000-digit number
-        raise RunDataError(f"corrupt manifest {path}: {_one_line(exc)[:200]}") from exc
+        raise RunDataError(f"corrupt manifest {path}: {one_line(exc)[:200]}") from exc
     if not isinstance(manifest, dict):
         raise RunDataError(f"manifest {path} is not a JSON object")
     missing = [k for k in MANIFEST_KEYS if k not in manifest]
@@ -126,31 +121,6 @@ def read_manifest(path: str | Path) -> dict:
     return manifest
 
 
-def _one_line(exc: BaseException) -> str:
-    """pyarrow's messages can span lines and carry control characters from the damaged bytes."""
-    text = "".join(c if c.isprintable() else " " for c in str(exc))
-    return " ".join(text.split()) or type(exc).__name__
-
-
-def read_parquet(path: str | Path, required: Iterable[str] = ()) -> pa.Table:
-    """Read a parquet file, turning every failure into a one-line error naming the file. The file is
-    left as it is: deleting it is how the pipeline is asked to re-create it."""
-    path = Path(path)
-    if not path.is_file():
-        raise RunDataError(f"missing file: {path}")
-    try:
-        table = pq.read_table(path)
-        table.schema.pandas_metadata  # noqa: B018 - decoded lazily by to_pandas; damaged bytes fail here
-    except (OSError, ValueError, pa.ArrowException) as exc:  # ArrowInvalid, UnicodeDecodeError are ValueErrors
-        raise RunDataError(f"corrupt parquet file {path} ({_one_line(exc)}); "
-                           "delete it and re-run the pipeline to re-create it") from exc
-    missing = [c for c in required if c not in table.column_names]
-    if missing:
-        raise RunDataError(f"{path} lacks columns {missing}")
-    return table
-
-
-_read_parquet = read_parquet  # its name before it was made public
 
 
 def _flatten_manifest(manifest: dict, run_dir: Path) -> dict:

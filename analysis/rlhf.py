@@ -18,7 +18,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 
 from analysis.curves import new_figure, variant_colors
-from analysis.io import ReportError, RunDataError, read_manifest, read_parquet
+from analysis.io import ReportError, RunDataError, find_run_dirs, read_manifest, read_parquet
 from analysis.stats import bootstrap_ci, stratified_bootstrap
 
 RL_COLUMNS = ("update", "proxy_reward", "gold_reward", "ref_kl")
@@ -59,7 +59,6 @@ def load_runs(runs: Path, manifest_files: Sequence[Path] | None = None) -> tuple
     records has ``run_id, cell, label, variant_file, reference_beta, algorithm, seed, status`` and then the
     updates columns (``n`` instead of ``update`` for best-of-n). A missing or malformed file is a RunDataError
     naming it."""
-    from analysis.io import find_run_dirs
 
     dirs = find_run_dirs(runs) if manifest_files is None else sorted(Path(m).parent for m in manifest_files)
     rows, tables = [], []

@@ -7,7 +7,7 @@
 Random actions (presampled), agent steps of `frame_skip` emulator frames, the protocol's settings
 (default paper2017). Steps/s counts agent steps summed over the envs; median of `--repeats`, interleaved
 so drift in machine load hits every method alike. Methods:
-  lockstep        ppo.atari.AtariLockstepEnvs: a plain loop over make_atari_env (what the trainer uses)
+  lockstep        ppo.envs.atari.AtariLockstepEnvs: a plain loop over make_atari_env (what the trainer uses)
   sync            gymnasium SyncVectorEnv of make_atari_env
   async           gymnasium AsyncVectorEnv of make_atari_env (one process per env)
   ale-vector-T    ale_py.vector_env.AtariVectorEnv (C++ preprocessing, T threads), set to the same protocol
@@ -28,9 +28,10 @@ import numpy as np
 import pandas as pd
 from ale_py.registration import rom_id_to_name
 from ale_py.vector_env import AtariVectorEnv
-
-from ppo.atari import AtariLockstepEnvs, AtariProtocol, load_protocol, make_atari_env
 from throughput import show_and_save  # benchmarks/throughput.py
+
+from ppo.config.protocols import AtariProtocol, load_protocol
+from ppo.envs.atari import AtariLockstepEnvs, make_atari_env
 
 ROM_IDS = {rom_id_to_name(rom): rom for rom in ale_py.roms.get_all_rom_ids()}  # "Pong" -> "pong"
 

@@ -7,7 +7,7 @@ reference for the paper-scale Table 1's clip 0.2 row, trained on the same tasks 
 
 Each (task, seed) trains in its own process on one core and writes ``<out-dir>/<task>/seed<k>/`` with
 ``episodes.parquet`` (global_step, episode_return, episode_length: the columns our runs write) and
-``manifest.json`` (settings, packages, host, commit). ``python -m ppo.publish --sb3 DIR`` publishes them.
+``manifest.json`` (settings, packages, host, commit). ``python -m ppo.pipeline.publish --sb3 DIR`` publishes them.
 
 Settings as Table 3 and our preset ``ppo_mujoco_paper`` have them: 1 actor, horizon 2048, 10 epochs,
 minibatch 64, Adam 3e-4 (ε 1e-5), γ 0.99, λ 0.95, clip 0.2, no entropy bonus, separate 64-64 tanh policy
@@ -25,7 +25,6 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -41,12 +40,12 @@ def train(task: str, seed: int, steps: int, out_dir: Path) -> str:
     """One SB3 run; its finished episodes and a manifest go to ``out_dir``."""
     import gymnasium as gym
     import torch
+    from sb3_episodes import episode_recorder, silent
     from stable_baselines3 import PPO
     from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
-    from ppo import records
-    from sb3_episodes import episode_recorder, silent
+    from ppo.training import records
 
     torch.set_num_threads(1)
     env = VecNormalize(DummyVecEnv([lambda: Monitor(gym.make(task))]), norm_obs=True, norm_reward=False,

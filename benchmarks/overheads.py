@@ -24,10 +24,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
+from throughput import paper_config, show_and_save  # benchmarks/throughput.py
 
 from ppo.algorithms.ppo import PPO
-from ppo.rollout import group_context
-from throughput import paper_config, show_and_save  # benchmarks/throughput.py
+from ppo.algorithms.rollout import group_context
 
 
 def paper_group(task: str, runs: int) -> PPO:

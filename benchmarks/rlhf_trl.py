@@ -442,7 +442,7 @@ def main(argv=None) -> int:
     if off_pin:
         print(f"warning: versions differ from the pins {TRL_PINS}: {off_pin}", file=sys.stderr)
 
-    from ppo import records
+    from ppo.training import records
     load_start = os.getloadavg()
     cfg0 = cell_config(args, 0.2, 0.03)  # the starting models depend on none of the cell's settings
     t0 = time.perf_counter()

@@ -1,4 +1,4 @@
-"""The episodes a Stable-Baselines3 run finishes, as our runs record them (ppo.records.EPISODE_COLUMNS)."""
+"""The episodes a Stable-Baselines3 run finishes, as our runs record them (ppo.training.records.EPISODE_COLUMNS)."""
 from __future__ import annotations
 
 import pandas as pd

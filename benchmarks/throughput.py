@@ -11,9 +11,9 @@
 
 For each task it measures, each `--repeats` times interleaved (median reported):
   raw      gymnasium env stepped with presampled random actions (same construction as training; for an
-           Atari task the 8 environments of ppo.atari.AtariLockstepEnvs under the paper2017 protocol)
-  lockstep-N  the N lock-step gymnasium environments of a group (ppo.envs.LockstepEnvs), random actions
-  batched-N   the same N environments as training steps them (ppo.mujoco_batch.BatchedMujocoEnvs: gymnasium's
+           Atari task the 8 environments of ppo.envs.atari.AtariLockstepEnvs under the paper2017 protocol)
+  lockstep-N  the N lock-step gymnasium environments of a group (ppo.envs.gym.LockstepEnvs), random actions
+  batched-N   the same N environments as training steps them (ppo.envs.mujoco.BatchedMujocoEnvs: gymnasium's
               results bit for bit), random actions (MuJoCo v5 tasks)
   floor-N     what no implementation of this training can beat: MuJoCo's own mj_step for the group (no
               observation, reward or reset) plus the update's arithmetic (its FLOPs, update_flops) at the
@@ -51,11 +51,12 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ppo.atari import AtariLockstepEnvs, is_atari, load_protocol
-from ppo.config import build_config
-from ppo.experiments import load_preset
-from ppo.envs import LockstepEnvs
-from ppo.mujoco_batch import BatchedMujocoEnvs, supported
+from ppo.config.experiments import load_preset
+from ppo.config.protocols import load_protocol
+from ppo.config.run_config import build_config
+from ppo.envs.atari import AtariLockstepEnvs, is_atari
+from ppo.envs.gym import LockstepEnvs
+from ppo.envs.mujoco import BatchedMujocoEnvs, supported
 
 
 def raw_steps_per_second(task: str, steps: int) -> float:
@@ -76,7 +77,7 @@ def raw_steps_per_second(task: str, steps: int) -> float:
 
 def raw_group_steps_per_second(task: str, n_envs: int, steps: int, batched: bool = False) -> float:
     """The environments of a group of ``n_envs`` runs with random actions: gymnasium's lock-step loop
-    (ppo.envs.LockstepEnvs) or, with ``batched``, the batched path training steps (BatchedMujocoEnvs)."""
+    (ppo.envs.gym.LockstepEnvs) or, with ``batched``, the batched path training steps (BatchedMujocoEnvs)."""
     envs = (BatchedMujocoEnvs if batched else LockstepEnvs)(task, list(range(n_envs)))
     return timed_steps(envs, group_actions(task, n_envs, steps))
 
@@ -208,14 +209,24 @@ def records_digest(results) -> str:
     return h.hexdigest()
 
 
+def layered(package: str, module: str, before_layers: str):
+    """``package.module``, or its name before the package was split into layers (2026-11-26): a revision
+    compared with --against may be either."""
+    try:
+        return importlib.import_module(f"{package}.{module}")
+    except ModuleNotFoundError:
+        return importlib.import_module(f"{package}.{before_layers}")
+
+
 def ours_steps_per_second(task: str, n_runs: int, steps: int, variant: str | None = None,
                           package: str = "ppo") -> dict:
     """Group steps/s over the whole call (set-up included) and in its last iteration (steady state, what a
     1M-step run mostly sees), with that iteration's split into rollout and update. ``package``: the ppo package
     that trains (``package_at``: another revision's)."""
-    train, experiments = (importlib.import_module(f"{package}.{m}") for m in ("train", "experiments"))
+    train = layered(package, "training.driver", "train")
+    experiments = layered(package, "config.experiments", "experiments")
     if variant is None:
-        config = importlib.import_module(f"{package}.config")
+        config = layered(package, "config.run_config", "config")
         cfg = config.build_config({**experiments.load_preset("ppo_mujoco_paper").config, "total_steps": steps},
                                   "benchmark")
     else:
@@ -238,8 +249,8 @@ def sb3_steps_per_second(task: str, steps: int) -> float:
     if is_atari(task):  # SB3's own Atari stack at Table 5's settings (benchmarks/atari_sb3_reference.py)
         from atari_sb3_reference import train_sb3
         return train_sb3(task.removeprefix("ALE/").removesuffix("-v5"), steps, 0)[1]
-    from stable_baselines3 import PPO  # optional dependency
     from sb3_episodes import silent
+    from stable_baselines3 import PPO  # optional dependency
 
     env = gym.make(task)
     model = PPO("MlpPolicy", env, n_steps=2048, batch_size=64, n_epochs=10, learning_rate=3e-4, gamma=0.99,

@@ -8,7 +8,7 @@
 #   scripts/paper_grid.sh publish [--from DIR]   copy finished runs' records into published/, commit them
 #   scripts/paper_grid.sh watch [MIN]   publish every MIN minutes (default 10) while the grid runs
 #   scripts/paper_grid.sh stop [grid]   stop both, or the grid alone (the SB3 runs have no checkpoints)
-#   scripts/paper_grid.sh carry         commit the unfinished groups' checkpoints (grid-state/, ppo.carry): at the
+#   scripts/paper_grid.sh carry         commit the unfinished groups' checkpoints (grid-state/, ppo.pipeline.carry): at the
 #                                       end of a session, so that the next machine resumes them (`start` restores)
 #
 #   GRID_NAME=atari scripts/paper_grid.sh start|status|publish|watch|stop|carry
@@ -24,7 +24,7 @@
 #
 # The 9 SB3 reference runs (benchmarks/mujoco_sb3_reference.py: Hopper, Walker2d, HalfCheetah x 3 seeds,
 # 14-50 minutes each on one core as the machine's speed varies, no checkpoints) take one of the cores, one run at a time, until they
-# are published; the grid gets the others. A larger machine can take grid jobs (ppo.batch) but not these,
+# are published; the grid gets the others. A larger machine can take grid jobs (ppo.pipeline.remote) but not these,
 # whose length exceeds its calls. SB3_REFERENCE=0 leaves them out.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -39,7 +39,7 @@ esac
 # Groups of 11 runs of a task: 1.7-2.6x the steps/s per core of groups of 3 on HalfCheetah, Reacher,
 # InvertedPendulum and Swimmer (benchmarks/throughput.py --groups 3 11, 2026-11-24: the batched update
 # spreads over more runs), and 10-45 minutes a job on one core. Figure 3's groups are
-# 3 seeds of one algorithm whatever the size. ppo.batch must plan with the same size to share checkpoints.
+# 3 seeds of one algorithm whatever the size. ppo.pipeline.remote must plan with the same size to share checkpoints.
 GROUP_SIZE="${GROUP_SIZE:-11}"
 CORES="${CORES:-$(nproc)}"
 LOG="$GRID/grid.log"
@@ -59,9 +59,9 @@ background() {  # background PIDFILE LOGFILE COMMAND...
   echo $! > "$pidfile"
 }
 
-# The studies this grid publishes: as it trains them (STUDIES), else the MuJoCo dataset's (ppo.publish.STUDIES)
+# The studies this grid publishes: as it trains them (STUDIES), else the MuJoCo dataset's (ppo.pipeline.publish.STUDIES)
 published_studies() {
-  echo "${STUDIES:-$(cd "$REPO" && .venv/bin/python -c 'from ppo.publish import STUDIES; print(" ".join(STUDIES))')}" | tr ',' ' '
+  echo "${STUDIES:-$(cd "$REPO" && .venv/bin/python -c 'from ppo.pipeline.publish import STUDIES; print(" ".join(STUDIES))')}" | tr ',' ' '
 }
 
 case "${1:-status}" in
@@ -73,7 +73,7 @@ case "${1:-status}" in
     git -C "$GRID" checkout -q --detach "$rev"
     "$GRID/repro" setup
     # Unfinished groups' checkpoints that a session committed (on this machine or another): the furthest of each
-    (cd "$REPO" && .venv/bin/python -m ppo.carry restore --into "$GRID")
+    (cd "$REPO" && .venv/bin/python -m ppo.pipeline.carry restore --into "$GRID")
     # A stopped session leaves Snakemake's lock behind; nothing else uses this clone (checked above).
     "$GRID/.venv/bin/snakemake" --directory "$GRID" --unlock > /dev/null 2>&1 || true
     grid_cores="$CORES"
@@ -93,31 +93,32 @@ case "${1:-status}" in
     fi
     # Runs with a checkpoint first (the furthest, one per core): otherwise Snakemake may start new runs on every
     # core, and a carried run waits for a whole run's time, its checkpoint only aging.
-    mapfile -t resumable < <(cd "$REPO" && .venv/bin/python -m ppo.carry resumable --from "$GRID" | head -n "$grid_cores")
+    mapfile -t resumable < <(cd "$REPO" && .venv/bin/python -m ppo.pipeline.carry resumable --from "$GRID" | head -n "$grid_cores")
     first=(); [ "${#resumable[@]}" -gt 0 ] && first=(--prioritize "${resumable[@]}")
-    # The studies the dataset publishes (ppo.publish.STUDIES: Table 1, Figure 3 and their checks), as the clone has them
-    studies="${STUDIES:-$(cd "$GRID" && .venv/bin/python -c 'from ppo.publish import STUDIES; print(",".join(STUDIES))')}"
+    # The studies the dataset publishes (ppo.pipeline.publish.STUDIES: Table 1, Figure 3 and their checks), as the clone has them
+    studies="${STUDIES:-$(cd "$GRID" && .venv/bin/python -c 'from ppo.pipeline.publish import STUDIES; print(",".join(STUDIES))')}"
     echo "$(date -Is) start $rev studies=[$studies] ${GRID_CONFIG[*]} group_size=$GROUP_SIZE cores=$grid_cores" >> "$GRID/grid.history"
     background "$GRID/grid.pid" "$LOG" \
       "$GRID/.venv/bin/snakemake" --directory "$GRID" --snakefile "$GRID/workflow/Snakefile" \
-      --cores "$grid_cores" --keep-going --rerun-incomplete ${first[@]+"${first[@]}"} \
+      --cores "$grid_cores" --keep-going --rerun-incomplete --rerun-triggers mtime params input software-env \
+      ${first[@]+"${first[@]}"} \
       --config "studies=[$studies]" scale=paper group_size="$GROUP_SIZE" ${GRID_CONFIG[@]+"${GRID_CONFIG[@]}"}
     echo "paper_grid: training in $GRID at ${rev:0:10} on $grid_cores cores (log: $LOG)${resumable[0]:+; first, ${#resumable[@]} runs with a checkpoint}"
     ;;
   status)
     if running; then echo "running in $GRID"; else echo "not running"; fi
     if sb3_running; then echo "SB3 reference runs: training (log: $GRID/sb3.log)"; fi
-    (cd "$REPO" && .venv/bin/python -m ppo.publish --status --studies $(published_studies) --from "$GRID" --sb3 "$GRID/results/sb3_reference" "${@:2}")
+    (cd "$REPO" && .venv/bin/python -m ppo.pipeline.publish --status --studies $(published_studies) --from "$GRID" --sb3 "$GRID/results/sb3_reference" "${@:2}")
     ;;
   publish)
-    # more sources (an unpacked ppo.batch archive): scripts/paper_grid.sh publish --from DIR
-    (cd "$REPO" && .venv/bin/python -m ppo.publish --studies $(published_studies) --from "$GRID" --sb3 "$GRID/results/sb3_reference" "${@:2}" --commit)
+    # more sources (an unpacked ppo.pipeline.remote archive): scripts/paper_grid.sh publish --from DIR
+    (cd "$REPO" && .venv/bin/python -m ppo.pipeline.publish --studies $(published_studies) --from "$GRID" --sb3 "$GRID/results/sb3_reference" "${@:2}" --commit)
     ;;
   watch)
     # Finished runs are committed as they come, so that none depends on this machine being kept; a
     # publish that finds the repository busy (another git command) is tried again next time.
     while running || sb3_running; do
-      (cd "$REPO" && .venv/bin/python -m ppo.publish --studies $(published_studies) --from "$GRID" --sb3 "$GRID/results/sb3_reference" --commit) \
+      (cd "$REPO" && .venv/bin/python -m ppo.pipeline.publish --studies $(published_studies) --from "$GRID" --sb3 "$GRID/results/sb3_reference" --commit) \
         2>&1 | head -1 || true
       sleep "$(( ${2:-10} * 60 ))"
     done
@@ -132,7 +133,7 @@ case "${1:-status}" in
     fi
     ;;
   carry)
-    (cd "$REPO" && .venv/bin/python -m ppo.carry save --from "$GRID" --commit)
+    (cd "$REPO" && .venv/bin/python -m ppo.pipeline.carry save --from "$GRID" --commit)
     ;;
   *)
     die "usage: scripts/paper_grid.sh start [REV] | status | publish [--from DIR] | watch [MIN] | stop [grid] | carry"

@@ -5,7 +5,7 @@ published runs (results/<study>/paper/report/ and results/front_page.md), never 
 
     ./repro paper && python scripts/results_page.py            # results/ -> docs/paper-results/
 
-Each study of ppo.publish.STUDIES contributes the outputs its report type lists in PAGE (tables as the report
+Each study of ppo.pipeline.publish.STUDIES contributes the outputs its report type lists in PAGE (tables as the report
 wrote them, each "difference from the paper" note once per study; figures copied beside the page). A study
 without a report yet (its runs not all published, so ``./repro paper`` was run on the others) is listed as
 pending; a report missing one of its outputs is an error naming the file, and no page is written.
@@ -23,11 +23,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from analysis.report_tables import NOTES_HEADING  # noqa: E402
-from ppo.publish import STUDIES  # noqa: E402
-from ppo.study import load_study  # noqa: E402
+from ppo.pipeline.publish import STUDIES  # noqa: E402
+from ppo.pipeline.study import load_study  # noqa: E402
 
 SCALE = "paper"
-# Per report type, what the page shows, in order ({anchor}: the study's anchor, as ppo/reports.py names it).
+# Per report type, what the page shows, in order ({anchor}: the study's anchor, as ppo/pipeline/reports.py names it).
 PAGE = {
     "table1": ("table1.md", "rank_agreement.json", "per_task_{anchor}.md", "sb3_comparison.md", "policy_entropy.md",
                "curves_steps.png"),

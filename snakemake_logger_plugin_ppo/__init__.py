@@ -4,7 +4,7 @@
 a shell command of hundreds of characters per job) with: on a terminal, a status redrawn in place (jobs
 done, each running job with its own progress bar, elapsed and remaining time); otherwise, one line per
 finished job. Warnings, errors and a failed job's log tail are printed as they come. The state and its
-rendering live in ppo/progress.py; this module only connects them to Snakemake's log events.
+rendering live in ppo/pipeline/progress.py; this module only connects them to Snakemake's log events.
 
 Snakemake finds logger plugins among importable top-level packages named ``snakemake_logger_plugin_*``;
 an editable install does not make this one visible, so ``./repro`` puts the project root on PYTHONPATH.
@@ -22,7 +22,7 @@ from snakemake_interface_logger_plugins.base import LogHandlerBase
 from snakemake_interface_logger_plugins.common import LogEvent
 from snakemake_interface_logger_plugins.settings import LogHandlerSettingsBase
 
-from ppo.progress import PipelineProgress, clock, job_title
+from ppo.pipeline.progress import PipelineProgress, clock, job_title
 
 REDRAW_SECONDS = 1.0
 FAILED_LOG_LINES = 15

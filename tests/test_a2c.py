@@ -10,16 +10,15 @@ import pandas as pd
 import pytest
 import torch
 
-import ppo.envs
 import ppo.algorithms.a2c
-import ppo.train
-from ppo.algorithms.a2c import (A2C, kl_gradient_wrt_statistics, policy_gradient_wrt_statistics,
-                                trust_region_projection)
-from ppo.config import RunConfig
-from ppo.experiments import load_variant
-from ppo.settings import A2CSettings
-from ppo.rollout import GroupContext
-from ppo.train import RunSpec, train_group
+import ppo.envs.gym
+import ppo.training.driver
+from ppo.algorithms.a2c import A2C, kl_gradient_wrt_statistics, policy_gradient_wrt_statistics, trust_region_projection
+from ppo.algorithms.rollout import GroupContext
+from ppo.config.experiments import load_variant
+from ppo.config.run_config import RunConfig
+from ppo.config.settings import A2CSettings
+from ppo.training.driver import RunSpec, train_group
 
 # ---- a toy algorithm whose networks reduce to their output biases (every weight 0): μ(s) = b_μ, V(s) = b_V
 
@@ -309,7 +308,7 @@ def resume_specs():
 
 
 @pytest.mark.parametrize("target, name, after_calls", [
-    (ppo.envs.LockstepEnvs, "step", 8 * 7 + 3),  # inside the rollout of update 8
+    (ppo.envs.gym.LockstepEnvs, "step", 8 * 7 + 3),  # inside the rollout of update 8
     (ppo.algorithms.a2c, "per_run_grad_norm_clip", 7),  # inside update 7, after its backward
 ], ids=["during a rollout", "during an update"])
 def test_resume_gives_identical_records(tmp_path, monkeypatch, target, name, after_calls):

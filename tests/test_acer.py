@@ -8,17 +8,17 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from killing import kill_then_resume
 
 import ppo.algorithms.acer
-from ppo.algorithms.acer import (ACER, EPS, ReplayBuffer, Segment, collect_segment, decode_frames,
-                                 encode_frames, gain_gradient_wrt_probs, importance_weights, kl_gradient_wrt_probs,
-                                 retrace_targets)
 from ppo.algorithms.a2c import trust_region_projection
-from ppo.config import ConfigError, build_config
-from ppo.experiments import load_variant
-from ppo.rollout import GroupContext, group_context
-from ppo.train import RunSpec, train_group
-from killing import kill_then_resume
+from ppo.algorithms.acer import (ACER, EPS, ReplayBuffer, Segment, collect_segment, decode_frames, encode_frames,
+                                 gain_gradient_wrt_probs, importance_weights, kl_gradient_wrt_probs, retrace_targets)
+from ppo.algorithms.rollout import GroupContext, group_context
+from ppo.config.errors import ConfigError
+from ppo.config.experiments import load_variant
+from ppo.config.run_config import build_config
+from ppo.training.driver import RunSpec, train_group
 
 F64 = torch.float64
 

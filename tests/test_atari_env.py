@@ -8,10 +8,10 @@ import pytest
 import torch
 from gymnasium.wrappers import AtariPreprocessing
 
-from ppo.atari import (AtariLockstepEnvs, AtariProtocol, check_atari_task, is_atari, load_protocol,
-                       make_atari_env)
-from ppo.config import ConfigError
-from ppo.experiments import EXPERIMENTS_DIR
+from ppo.config.errors import ConfigError
+from ppo.config.files import EXPERIMENTS_DIR
+from ppo.config.protocols import AtariProtocol, load_protocol
+from ppo.envs.atari import AtariLockstepEnvs, check_atari_task, is_atari, make_atari_env
 
 PAPER = load_protocol("paper2017")
 MACHADO = load_protocol("machado2018")

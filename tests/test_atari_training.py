@@ -1,24 +1,26 @@
 """PPO and A2C on Atari: what the learner sees of the game (clipped rewards, life loss as the end of the
 value horizon) against what is recorded (the raw full-game score); Table 5's annealing; groups; resume."""
 import dataclasses
-from pathlib import Path
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
+from killing import kill_then_resume
 
 import ppo.algorithms.base
-import ppo.rollout
-from ppo.algorithms import algorithm_class
-from ppo.atari import load_protocol
-from ppo.config import ConfigError, build_config
-from ppo.experiments import EXPERIMENTS_DIR, deep_merge, load_preset, load_variant
-from ppo.rollout import channels_last, collect_atari_batch, group_context, to_runs
-from ppo.study import load_study
-from ppo.train import RunSpec, env_protocol_record, train_group
-from killing import kill_then_resume
+import ppo.algorithms.rollout
+from ppo.algorithms.rollout import channels_last, collect_atari_batch, group_context, to_runs
+from ppo.config.errors import ConfigError
+from ppo.config.experiments import load_preset, load_variant
+from ppo.config.files import EXPERIMENTS_DIR, deep_merge
+from ppo.config.protocols import load_protocol
+from ppo.config.registry import algorithm_class
+from ppo.config.run_config import build_config
+from ppo.pipeline.study import load_study
+from ppo.training.driver import RunSpec, env_protocol_record, train_group
 
 PRESET = load_preset("ppo_atari_paper")
 
@@ -58,13 +60,13 @@ def rollout_seen_by_learner(monkeypatch, protocol_name, steps=300, **protocol_ch
     recorder = Recorder(ctx.envs)
     ctx.envs = recorder
     seen = {}
-    real_gae = ppo.rollout.gae
+    real_gae = ppo.algorithms.rollout.gae
 
     def spy(rewards, values, next_values, terminated, episode_end, gamma, lam):
         seen.update(rewards=rewards.copy(), terminated=terminated.copy(), episode_end=episode_end.copy())
         return real_gae(rewards, values, next_values, terminated, episode_end, gamma, lam)
 
-    monkeypatch.setattr(ppo.rollout, "gae", spy)
+    monkeypatch.setattr(ppo.algorithms.rollout, "gae", spy)
     agent = algorithm_class("ppo")(ctx).agent
     collect_atari_batch(ctx, agent)
     return ctx, recorder, seen
@@ -197,8 +199,8 @@ def test_study_plans_49_games_and_refuses_mixing(tmp_path):
 
 def test_run_folders_of_a_namespaced_task():
     """ALE/Pong-v5 holds a slash: its runs live two folders deep, and the job still finds them."""
-    from ppo.layout import checkpoint_path
-    from ppo.run import resolve_run
+    from ppo.pipeline.job import resolve_run
+    from ppo.training.layout import checkpoint_path
 
     study = load_study("atari", "smoke")
     folder = Path("results/atari/smoke/runs/ALE/Pong-v5/atari_ppo/seed0")

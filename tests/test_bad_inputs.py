@@ -8,12 +8,12 @@ Every case checks the same three things:
   is an unreadable checkpoint set aside as ``<name>.corrupt``.
 
 Each case says where the error surfaces (``where``):
-- ``variant``, ``preset``, ``study``: the experiment loaders (ppo.experiments, ppo.study). The Snakefile calls
+- ``variant``, ``preset``, ``study``: the experiment loaders (ppo.config.experiments, ppo.pipeline.study). The Snakefile calls
   them when it is parsed, so these errors stop the pipeline before any job starts;
 - ``snakemake``: the pipeline itself, in a subprocess (config/config.yaml schema, scale, read-only results);
-- ``job``: ``python -m ppo.run`` (a training job), called in-process;
+- ``job``: ``python -m ppo.pipeline.job`` (a training job), called in-process;
 - ``report`` and ``random_scores``: the analysis scripts, called in-process on finished results;
-- ``checkpoint``: ppo.train.load_checkpoint.
+- ``checkpoint``: ppo.training.driver.load_checkpoint.
 
 A case may be marked xfail (strict) with the fix it needs; none is now.
 """
@@ -36,11 +36,11 @@ import pandas as pd
 import pytest
 import torch
 
-import ppo.run
-from ppo.config import ConfigError
-from ppo.experiments import load_variant
-from ppo.study import load_study
-from ppo.train import load_checkpoint
+import ppo.pipeline.job
+from ppo.config.errors import ConfigError
+from ppo.config.experiments import load_variant
+from ppo.pipeline.study import load_study
+from ppo.training.driver import load_checkpoint
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT_DIRS = ("workflow", "config", "experiments", "reference", "profiles", "ppo", "analysis")
@@ -625,10 +625,10 @@ def in_snakemake(root, case, **_):
 
 
 def in_job(root, case, monkeypatch, capsys, **_):
-    monkeypatch.setattr(ppo.run, "load_study", functools.partial(load_study, experiments_dir=root / "experiments"))
+    monkeypatch.setattr(ppo.pipeline.job, "load_study", functools.partial(load_study, experiments_dir=root / "experiments"))
     runs = root / RUNS / "Hopper-v5"
     outputs = [str(runs / v / "seed0" / "manifest.json") for v in ("clip_0.2", "no_clip")]
-    code = ppo.run.main(["--study", "table1", "--scale", "smoke", *outputs])
+    code = ppo.pipeline.job.main(["--study", "table1", "--scale", "smoke", *outputs])
     assert code == 2
     return capsys.readouterr().err
 

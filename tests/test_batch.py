@@ -1,9 +1,9 @@
-"""ppo.batch plans the pipeline's own training groups and trains them without Snakemake."""
+"""ppo.pipeline.remote plans the pipeline's own training groups and trains them without Snakemake."""
 import json
 from pathlib import Path
 
-from ppo.batch import plan, run
-from ppo.study import is_current, load_study, plan_groups
+from ppo.pipeline.remote import plan, run
+from ppo.pipeline.study import is_current, load_study, plan_groups
 
 
 def test_plan_is_the_pipelines_plan(tmp_path):

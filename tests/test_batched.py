@@ -1,7 +1,9 @@
 """The batched parameter store: layout that keeps runs bit-identical, gradients that land in one buffer."""
 import torch
 
-from ppo.batched import ROW_MULTIPLE, SLOT_ALIGN, BatchedAdam, GaussianActorCritic, PerRunAdam, per_run_grad_norm_clip
+from ppo.nn.actor_critic import GaussianActorCritic
+from ppo.nn.optim import BatchedAdam, PerRunAdam, per_run_grad_norm_clip
+from ppo.nn.parameters import ROW_MULTIPLE, SLOT_ALIGN
 
 
 def agent(G=3):

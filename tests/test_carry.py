@@ -1,15 +1,15 @@
-"""ppo.carry: unfinished groups' checkpoints travel to the next machine through grid-state/, the furthest wins."""
+"""ppo.pipeline.carry: unfinished groups' checkpoints travel to the next machine through grid-state/, the furthest wins."""
 import json
 from pathlib import Path
 
 import pytest
-
-import ppo.envs
 from killing import Killed, kill_at
-from ppo import carry
-from ppo.config import RunConfig
-from ppo.settings import PPOSettings
-from ppo.train import RunSpec, train_group
+
+import ppo.envs.gym
+from ppo.config.run_config import RunConfig
+from ppo.config.settings import PPOSettings
+from ppo.pipeline import carry
+from ppo.training.driver import RunSpec, train_group
 
 CFG = RunConfig(total_steps=1024, horizon=128, ppo=PPOSettings(epochs=1, minibatch_size=64))
 CKPT = "table1/paper/checkpoints/Hopper-v5-abc.pt"
@@ -22,7 +22,7 @@ def spec(grid):
 
 def train_until_killed(grid, monkeypatch, steps):
     with monkeypatch.context() as m:
-        kill_at(m, ppo.envs.LockstepEnvs, "step", steps)
+        kill_at(m, ppo.envs.gym.LockstepEnvs, "step", steps)
         with pytest.raises(Killed):
             train_group([spec(grid)], log=lambda _: None, checkpoint=grid / "results" / CKPT, checkpoint_every=1)
 
@@ -40,7 +40,7 @@ def test_the_furthest_checkpoint_travels_and_a_finished_group_leaves(tmp_path, m
     assert len(carry.restore(machine_b, state)) == 1
     messages = []
     with monkeypatch.context() as m:
-        kill_at(m, ppo.envs.LockstepEnvs, "step", 128 * 2 + 5)
+        kill_at(m, ppo.envs.gym.LockstepEnvs, "step", 128 * 2 + 5)
         with pytest.raises(Killed):
             train_group([spec(machine_b)], log=messages.append, checkpoint=machine_b / "results" / CKPT,
                         checkpoint_every=1)

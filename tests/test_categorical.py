@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from ppo.categorical import Categorical
+from ppo.nn.categorical import Categorical
 
 
 def test_log_prob_entropy_kl_by_hand():

@@ -6,15 +6,15 @@ import json
 import pandas as pd
 import pytest
 import torch
-
-import ppo.envs
-import ppo.algorithms.ppo
-import ppo.train
-from ppo import records
-from ppo.config import RunConfig
-from ppo.settings import Objective, PPOSettings
-from ppo.train import RunSpec, train_group
 from killing import Killed, kill_at
+
+import ppo.algorithms.ppo
+import ppo.envs.gym
+import ppo.training.driver
+from ppo.config.run_config import RunConfig
+from ppo.config.settings import Objective, PPOSettings
+from ppo.training import records
+from ppo.training.driver import RunSpec, train_group
 
 CFG = RunConfig(total_steps=1024, horizon=128, ppo=PPOSettings(epochs=2, minibatch_size=32))
 
@@ -35,7 +35,7 @@ def uninterrupted():
 
 
 @pytest.mark.parametrize("where, target, name, after_calls", [
-    ("during a rollout", ppo.envs.LockstepEnvs, "step", 128 * 5 + 17),       # inside update 6
+    ("during a rollout", ppo.envs.gym.LockstepEnvs, "step", 128 * 5 + 17),       # inside update 6
     ("during an update", ppo.algorithms.ppo, "objective_terms", 8 * 4 + 3),          # inside update 5's epochs
     ("while writing a checkpoint", torch, "save", 2),                         # the second checkpoint
 ])
@@ -92,7 +92,7 @@ def test_sigkill_of_the_real_job_then_restart(tmp_path):
     def command(root):
         runs = root / "results/table1/smoke/runs/InvertedPendulum-v5"
         outputs = [str(runs / v / "seed0" / "manifest.json") for v in ("clip_0.2", "kl_adaptive_0.01")]
-        return [sys.executable, "-m", "ppo.run", "--study", "table1", "--scale", "smoke", "--checkpoint-every", "1",
+        return [sys.executable, "-m", "ppo.pipeline.job", "--study", "table1", "--scale", "smoke", "--checkpoint-every", "1",
                 *outputs], runs
 
     cmd, reference = command(tmp_path / "a")
@@ -136,7 +136,7 @@ def test_checkpoint_of_this_group_that_cannot_be_restored_is_kept_aside(tmp_path
 
 
 def test_a_group_checkpointed_under_config_schema_1_resumes(tmp_path, monkeypatch, uninterrupted):
-    """A group stopped before the record's shape changed (ppo.schema) resumes after it: its checkpoint names
+    """A group stopped before the record's shape changed (ppo.config.schema) resumes after it: its checkpoint names
     each run's config as schema 1 wrote it, PPO's settings at top level, with no schema number."""
     ckpt = tmp_path / "group.ckpt"
     with monkeypatch.context() as m:

@@ -6,10 +6,12 @@ import shutil
 
 import pytest
 
-from ppo.config import ALGORITHM_SETTINGS, ConfigError, RunConfig, build_config
-from ppo.experiments import EXPERIMENTS_DIR, load_preset
-from ppo.settings import Objective
-from ppo.study import load_study
+from ppo.config.errors import ConfigError
+from ppo.config.experiments import load_preset
+from ppo.config.files import EXPERIMENTS_DIR
+from ppo.config.run_config import ALGORITHM_SETTINGS, RunConfig, build_config
+from ppo.config.settings import Objective
+from ppo.pipeline.study import load_study
 
 
 @pytest.fixture
@@ -68,7 +70,7 @@ def test_every_detail_and_mistake_is_a_one_change_variant_of_the_paper_preset():
 
 
 def test_a_claim_is_read_by_the_reports_only_and_never_changes_a_run(experiments):
-    """The machine-readable claim (ppo/experiments.py load_claim) is parsed, and adding one changes neither the run's
+    """The machine-readable claim (ppo/config/experiments.py load_claim) is parsed, and adding one changes neither the run's
     settings nor its digest, so no record goes stale."""
     path = experiments / "variants" / "mistake_epochs_20.yaml"
     before = load_study("details", "smoke", experiments_dir=experiments)

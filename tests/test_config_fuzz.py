@@ -13,11 +13,12 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ppo.atari import SETTINGS, load_protocol
-from ppo.config import ALGORITHM_SETTINGS, ConfigError, RunConfig
-from ppo.experiments import load_variant
-from ppo.settings import Objective
-from ppo.study import SCALE_KEYS, STUDY_KEYS, load_study
+from ppo.config.errors import ConfigError
+from ppo.config.experiments import load_variant
+from ppo.config.protocols import SETTINGS, load_protocol
+from ppo.config.run_config import ALGORITHM_SETTINGS, RunConfig
+from ppo.config.settings import Objective
+from ppo.pipeline.study import SCALE_KEYS, STUDY_KEYS, load_study
 
 ROOT = Path(__file__).resolve().parent.parent
 FIELDS = sorted({f.name for cls in (RunConfig, Objective, *ALGORITHM_SETTINGS.values()) for f in dataclasses.fields(cls)}
@@ -50,7 +51,7 @@ def document(structured) -> st.SearchStrategy[str]:
     return st.one_of(dumped, raw_yaml, st.tuples(dumped, raw_yaml).map("".join), with_hostile)
 
 
-claims = st.fixed_dictionaries({}, optional={  # ppo/experiments.py load_claim
+claims = st.fixed_dictionaries({}, optional={  # ppo/config/experiments.py load_claim
     "direction": either(st.sampled_from(["better", "worse", "none"])),
     "tasks": either(st.lists(st.sampled_from(["Hopper", "HalfCheetah", "Hopper-v5", "", "a b"]), max_size=3)),
     "margin": either(st.floats(min_value=-1, max_value=2)),

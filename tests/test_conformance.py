@@ -11,18 +11,17 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-
-import ppo.atari
-import ppo.envs
 from killing import kill_then_resume
-from ppo import config as config_module
-from ppo.algorithms import lines, specs
+
+import ppo.envs.atari
+import ppo.envs.gym
 from ppo.algorithms.base import ActorCriticAlgorithm
-from ppo.algorithms.spec import MLP, Algorithm, AlgorithmSpec, Line
-from ppo.config import ALGORITHMS, RunConfig, build_config
-from ppo.experiments import load_variant
-from ppo.rollout import group_context
-from ppo.train import RunSpec, train_group
+from ppo.algorithms.rollout import group_context
+from ppo.config.experiments import load_variant
+from ppo.config.registry import MLP, Algorithm, AlgorithmSpec, Line, lines, specs
+from ppo.config.run_config import ALGORITHMS, RunConfig, build_config
+from ppo.config import run_config as config_module
+from ppo.training.driver import RunSpec, train_group
 
 LINES = [(spec, line) for spec, line in lines().values() if line.variant is not None]
 LINE_IDS = [line.key for _, line in LINES]
@@ -155,7 +154,7 @@ def test_a_run_killed_mid_rollout_resumes_bit_identically(spec, line, tmp_path, 
 def check_kill_and_resume(spec, cfg, tmp_path, monkeypatch):
     runs = [RunSpec("a", spec.tiny_task, cfg, 0), RunSpec("b", spec.tiny_task, cfg, 1)]
     uninterrupted = [comparable(r) for r in train_group(runs, log=lambda _: None)]
-    envs = ppo.atari.AtariLockstepEnvs if cfg.is_atari else ppo.envs.LockstepEnvs
+    envs = ppo.envs.atari.AtariLockstepEnvs if cfg.is_atari else ppo.envs.gym.LockstepEnvs
     calls = int(0.6 * cfg.total_steps / cfg.num_envs) + 3  # in a rollout after a few checkpoints
     resumed = kill_then_resume(monkeypatch, train_group, runs, tmp_path / "group.ckpt", envs, "step", calls)
     for (e1, u1, s1), (e2, u2, s2) in zip(uninterrupted, map(comparable, resumed), strict=True):

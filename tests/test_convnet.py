@@ -1,4 +1,4 @@
-"""The Atari actor-critic (ppo/convnet.py): architecture sizes by hand, runs independent in a group,
+"""The Atari actor-critic (ppo/nn/convnet.py): architecture sizes by hand, runs independent in a group,
 initialisation as stated, pixels scaled to [0, 1]."""
 import math
 
@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from ppo.convnet import CNNActorCritic
+from ppo.nn.convnet import CNNActorCritic
 
 
 def gens(*seeds):

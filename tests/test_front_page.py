@@ -45,10 +45,10 @@ def test_checks_beside_table1(tmp_path):
 
     from analysis.io import load_study
     from analysis.scores import final_scores
-    from ppo.run import run_meta
-    from ppo.study import load_study as load_study_config
-    from ppo.study import run_dir
-    from ppo.train import RunSpec, train_group
+    from ppo.pipeline.job import run_meta
+    from ppo.pipeline.study import load_study as load_study_config
+    from ppo.pipeline.study import run_dir
+    from ppo.training.driver import RunSpec, train_group
 
     assert front_page.checks_beside_table1(tmp_path) is None  # nothing published yet
     scores = {}

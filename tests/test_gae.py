@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from ppo.gae import gae
+from ppo.algorithms.gae import gae
 
 
 def reference_gae(rewards, values, next_values, terminated, episode_end, gamma, lam):

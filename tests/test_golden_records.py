@@ -1,13 +1,13 @@
 """Golden records: any change of numerics fails here, per algorithm, before it can mix with published runs.
 
-Published paper-scale runs (published/, ppo.publish) are records of the code at one revision. A change that
+Published paper-scale runs (published/, ppo.pipeline.publish) are records of the code at one revision. A change that
 alters a run's floats (an optimizer epsilon, an order of operations, a seed derivation, a new default)
 makes every later run incomparable with them, without any error anywhere else. So tests/golden/ keeps one
 tiny run per algorithm and code path (tests/golden/regenerate.py, GOLDENS: PPO with each objective of
 Table 1, A2C, A2C with trust region, TRPO, adaptive VPG and CEM on Hopper-v5; PPO, A2C and ACER with replay
 on Atari Breakout; PPO's categorical MLP policy on CartPole-v1), and this test trains each again in memory,
-resolved as the pipeline resolves it (ppo.experiments.load_variant with the scale's total_steps and the study's
-presets, ppo.study.Run), on one thread, and requires its
+resolved as the pipeline resolves it (ppo.config.experiments.load_variant with the scale's total_steps and the study's
+presets, ppo.pipeline.study.Run), on one thread, and requires its
 episodes and updates tables to be identical to the golden's, bit for bit: every float is compared by its
 repr, which round-trips exactly. The whole module takes about 35 s of one core (CPU time; longer in wall time on a busy machine).
 
@@ -17,7 +17,7 @@ change, then re-train or mark the published runs of the algorithms whose goldens
     .venv/bin/python -m tests.golden.regenerate            # all goldens (about 35 s)
     .venv/bin/python -m tests.golden.regenerate trpo cem   # some of them
 
-Goldens are kept per numerics platform (ppo.records.numerics_platform: processor vendor, family and SIMD
+Goldens are kept per numerics platform (ppo.training.records.numerics_platform: processor vendor, family and SIMD
 level). The same code gives other last bits on an Intel and an AMD processor, because MKL, which torch calls
 for matrix products, picks its kernels by the processor (docs/reproducibility.md); so each platform the
 project's machines have holds its own goldens, and a machine of a platform with none skips, saying so, and
@@ -34,14 +34,15 @@ from __future__ import annotations
 import json
 
 import pytest
+from golden import regenerate as gold  # tests/golden/regenerate.py (tests/ is on sys.path, as for killing.py)
 
 import ppo.algorithms
-from golden import regenerate as gold  # tests/golden/regenerate.py (tests/ is on sys.path, as for killing.py)
-from ppo import records
-from ppo.config import ALGORITHMS
-from ppo.experiments import EXPERIMENTS_DIR, load_variant
-from ppo.schema import recorded_digest
-from ppo.train import env_protocol_record
+from ppo.config.experiments import load_variant
+from ppo.config.files import EXPERIMENTS_DIR
+from ppo.config.run_config import ALGORITHMS
+from ppo.config.schema import recorded_digest
+from ppo.training import records
+from ppo.training.driver import env_protocol_record
 
 REGENERATE = "python -m tests.golden.regenerate"
 
@@ -100,7 +101,7 @@ def numerics_changed(golden: gold.Golden, record: dict, what: str) -> str:
             f"published/INDEX.csv gives each run's commit and processor) were trained with the old numerics; if the "
             f"change is deliberate, regenerate the goldens with `{REGENERATE} --numerics-changed` and re-train or mark "
             f"the affected published runs. (Should the processor models differ within one platform key, the key is "
-            f"too coarse: see ppo.records.numerics_platform.)")
+            f"too coarse: see ppo.training.records.numerics_platform.)")
 
 
 def first_difference(golden_rows: list[list[str]], rows: list[list[str]]) -> str | None:
@@ -137,7 +138,7 @@ def test_records_are_identical_to_the_golden(golden):
     if reason:
         pytest.skip(reason)
     run = gold.resolve(golden)
-    # A golden made under an older config schema is read as today's plan reads such a record (ppo.schema),
+    # A golden made under an older config schema is read as today's plan reads such a record (ppo.config.schema),
     # with the environment protocol the run was made with.
     recorded = recorded_digest({**record, "env_protocol": env_protocol_record(run.task, run.variant.config)})
     assert run.config_digest == recorded, (
@@ -162,7 +163,7 @@ def test_records_are_identical_to_the_golden(golden):
 
 def registered_algorithms() -> set[str]:
     """Every algorithm the suite can train: the specs of ppo/algorithms, and the config's names."""
-    return set(ppo.algorithms.specs()) | set(ALGORITHMS)
+    return set(ppo.config.registry.specs()) | set(ALGORITHMS)
 
 
 def test_every_algorithm_has_a_golden():

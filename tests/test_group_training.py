@@ -7,9 +7,9 @@ import pandas as pd
 import torch
 
 import ppo.algorithms.ppo
-from ppo.config import RunConfig
-from ppo.settings import Objective, PPOSettings
-from ppo.train import RunSpec, train_group
+from ppo.config.run_config import RunConfig
+from ppo.config.settings import Objective, PPOSettings
+from ppo.training.driver import RunSpec, train_group
 
 # Small but complete: several updates, episode ends by termination (Hopper falls) and by the time limit.
 TINY = RunConfig(total_steps=768, horizon=128, ppo=PPOSettings(epochs=2, minibatch_size=32))

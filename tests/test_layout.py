@@ -1,14 +1,14 @@
-"""ppo.layout: one place names a run and its folders, Atari's ALE/<Game> tasks included."""
+"""ppo.training.layout: one place names a run and its folders, Atari's ALE/<Game> tasks included."""
 import json
 from pathlib import Path
 
 import pytest
 
 from analysis.io import find_run_dirs
-from ppo import layout
-from ppo.config import ConfigError
-from ppo.run import check_digests, resolve_run
-from ppo.study import load_study
+from ppo.config.errors import ConfigError
+from ppo.pipeline.job import check_digests, resolve_run
+from ppo.pipeline.study import load_study
+from ppo.training import layout
 
 
 def test_run_folders_round_trip_for_every_study():
@@ -38,12 +38,12 @@ def test_a_run_whose_digest_changed_since_planning_is_refused():
 
 
 def test_the_job_refuses_before_training(tmp_path, capsys):
-    import ppo.run
+    import ppo.pipeline.job
 
     study = load_study("table1", "smoke")
     run = study.runs()[0]
     output = layout.run_dir(tmp_path, study, run) / "manifest.json"
-    code = ppo.run.main(["--study", "table1", "--scale", "smoke", "--digests", json.dumps({run.run_id: "0" * 16}),
+    code = ppo.pipeline.job.main(["--study", "table1", "--scale", "smoke", "--digests", json.dumps({run.run_id: "0" * 16}),
                          str(output)])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and run.run_id in err
@@ -54,7 +54,7 @@ def test_every_study_file_plans_runs_at_every_scale():
     """A study file added to experiments/studies (table1_v4, the v4 check of issue 15) loads and plans."""
     import yaml
 
-    from ppo.experiments import EXPERIMENTS_DIR
+    from ppo.config.files import EXPERIMENTS_DIR
     for path in sorted((EXPERIMENTS_DIR / "studies").glob("*.yaml")):
         for scale in yaml.safe_load(path.read_text())["scales"]:
             assert load_study(path.stem, scale).runs(), f"{path.stem} at {scale} plans no run"

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from ppo.normalizer import ObsNormalizer
+from ppo.nn.normalizer import ObsNormalizer
 
 
 def test_running_stats_hand_values_and_per_run_independence():

@@ -5,8 +5,8 @@ import pytest
 import torch
 from torch.distributions import Normal, kl_divergence
 
-from ppo import gaussian
-from ppo.objective import adapt_beta, objective_terms, surrogate
+from ppo.algorithms.objective import adapt_beta, objective_terms, surrogate
+from ppo.nn import gaussian
 
 EPS = torch.tensor(0.2)
 

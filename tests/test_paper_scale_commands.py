@@ -42,8 +42,8 @@ def test_atari_three_plans_the_three_games_ppo_and_a2c_of_the_paper_scale():
 
 
 def test_narrowing_a_study_keeps_its_runs_and_refuses_in_one_line():
-    from ppo.config import ConfigError
-    from ppo.study import load_study, narrowed
+    from ppo.config.errors import ConfigError
+    from ppo.pipeline.study import load_study, narrowed
 
     whole = load_study("atari", "paper")
     assert whole.name == "atari"  # its own name, not one of its variants'

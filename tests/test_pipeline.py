@@ -70,13 +70,13 @@ def test_bad_experiment_file_stops_the_plan_and_keeps_results(project):
 
 
 def planned_training(project, *config):
-    """Run directories the dry-run would train, read from its `python -m ppo.run` shell commands."""
+    """Run directories the dry-run would train, read from its `python -m ppo.pipeline.job` shell commands."""
     plan = subprocess.run([*SNAKEMAKE, "-n", "-p", "--config", "scale=smoke", STUDIES, *config], cwd=project,
                           capture_output=True, text=True)
     assert plan.returncode == 0, plan.stdout[-2000:] + plan.stderr[-2000:]
     dirs = set()
     for line in plan.stdout.splitlines():
-        if "-m ppo.run" in line and "--copy-from" not in line:  # copies are not training
+        if "-m ppo.pipeline.job" in line and "--copy-from" not in line:  # copies are not training
             dirs |= {str(Path(tok).parent) for tok in line.split() if tok.endswith("manifest.json")}
     return dirs
 
@@ -100,10 +100,10 @@ def test_regrouping_retrains_nothing_and_a_new_variant_trains_only_its_runs(proj
 
 
 def test_a_fresh_clone_with_published_runs_trains_nothing(project, tmp_path):
-    """The project's published runs (ppo.publish) stand for training: a clone without results plans only
+    """The project's published runs (ppo.pipeline.publish) stand for training: a clone without results plans only
     copies of them and builds the report; a run missing from published/ is trained."""
-    from ppo.publish import publish
-    from ppo.study import load_study
+    from ppo.pipeline.publish import publish
+    from ppo.pipeline.study import load_study
 
     clone = tmp_path / "clone"
     shutil.copytree(project, clone, ignore=shutil.ignore_patterns("results", ".snakemake", "logs"))

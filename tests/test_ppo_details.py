@@ -10,17 +10,18 @@ import pandas as pd
 import pytest
 import torch
 from gymnasium.wrappers.utils import RunningMeanStd
+from killing import Killed, kill_at
 
 import ppo.algorithms.ppo
-from killing import Killed, kill_at
-from ppo.batched import GaussianActorCritic
-from ppo.config import ConfigError, RunConfig, build_config
-from ppo.settings import Objective, PPOSettings
-from ppo.normalizer import RewardScaler
-from ppo.objective import value_loss
-from ppo.rollout import Batch, RolloutSignals, recompute_advantages, standardized
-from ppo.schedule import annealed
-from ppo.train import RunSpec, train_group
+from ppo.algorithms.objective import value_loss
+from ppo.algorithms.rollout import Batch, RolloutSignals, recompute_advantages, standardized
+from ppo.algorithms.schedule import annealed
+from ppo.config.errors import ConfigError
+from ppo.config.run_config import RunConfig, build_config
+from ppo.config.settings import Objective, PPOSettings
+from ppo.nn.actor_critic import GaussianActorCritic
+from ppo.nn.normalizer import RewardScaler
+from ppo.training.driver import RunSpec, train_group
 
 # ---- value-function clipping: V_old = 1, ε_v = 0.2, so V_clipped = clip(V, 0.8, 1.2)
 
@@ -167,7 +168,7 @@ def test_per_run_gradient_norm_clipping_hand_value():
     flat.grad.zero_()
     flat.grad[0, :2] = torch.tensor([3.0, 4.0])  # norm 5 -> scaled by 0.5/(5 + 1e-6)
     flat.grad[1, :2] = torch.tensor([0.15, 0.2])  # norm 0.25 -> kept as it is
-    norms = ppo.batched.per_run_grad_norm_clip(flat, 0.5)
+    norms = ppo.nn.optim.per_run_grad_norm_clip(flat, 0.5)
     assert norms.tolist() == pytest.approx([5.0, 0.25])
     assert flat.grad[0, :2].tolist() == pytest.approx([0.3, 0.4], rel=1e-6)
     assert flat.grad[1, :2].tolist() == torch.tensor([0.15, 0.2]).tolist()

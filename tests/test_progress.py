@@ -1,4 +1,4 @@
-"""The pipeline's progress display (ppo/progress.py) and its Snakemake logger plugin, without Snakemake
+"""The pipeline's progress display (ppo/pipeline/progress.py) and its Snakemake logger plugin, without Snakemake
 running: events in, lines out."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import logging
 import pytest
 from snakemake_interface_logger_plugins.common import LogEvent
 
-from ppo.progress import PipelineProgress, clock, job_title, training_fraction
+from ppo.pipeline.progress import PipelineProgress, clock, job_title, training_fraction
 
 
 def write_log(path, *lines):
@@ -68,7 +68,7 @@ def test_plugin_prints_one_line_per_finished_job_and_the_failed_log(tmp_path):
     log = write_log(tmp_path / "t.log", "step 10/10", "Traceback: boom")
     handler.handle(_record("stats", event=LogEvent.RUN_INFO, stats={"train_s_T-0": 1, "report": 1, "total": 2}))
     handler.handle(_record("job", event=LogEvent.JOB_INFO, jobid=1, rule_name="train_s_T-0", log=[log]))
-    handler.handle(_record("shell", event=LogEvent.SHELLCMD, cmd="python -m ppo.run " + "x" * 500))
+    handler.handle(_record("shell", event=LogEvent.SHELLCMD, cmd="python -m ppo.pipeline.job " + "x" * 500))
     handler.handle(_record("done", event=LogEvent.JOB_FINISHED, job_id=1))
     handler.handle(_record(None, event=LogEvent.PROGRESS, done=1, total=2))
     handler.handle(_record("job", event=LogEvent.JOB_INFO, jobid=2, rule_name="report", log=[log]))

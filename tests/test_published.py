@@ -1,4 +1,4 @@
-"""Published runs (ppo.publish, published/) count as finished: the planner trains only what is missing,
+"""Published runs (ppo.pipeline.publish, published/) count as finished: the planner trains only what is missing,
 and the copy the pipeline makes of a published run has its records' values exactly; the dataset keeps
 updates and timing a row per window of steps (per_window) and stays under the issue's 40 MB."""
 import dataclasses
@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ppo.publish import as_published, per_window, publish
-from ppo.run import copy_run, run_meta
-from ppo.study import RUN_FILES, is_current, load_study, plan_groups, run_dir
-from ppo.train import RunSpec, train_group
+from ppo.pipeline.job import copy_run, run_meta
+from ppo.pipeline.publish import as_published, per_window, publish
+from ppo.pipeline.study import RUN_FILES, is_current, load_study, plan_groups, run_dir
+from ppo.training.driver import RunSpec, train_group
 
 TASK = "InvertedPendulum-v5"
 PUBLISHED = Path(__file__).resolve().parent.parent / "published"
@@ -135,7 +135,7 @@ def test_the_dataset_is_windowed_and_small():
 
 def test_sb3_reference_runs_are_skipped_once_finished_or_published_and_counted(tmp_path, capsys):
     """The SB3 reference queue of scripts/paper_grid.sh: it trains only the runs neither its own folder nor
-    the published ones hold, and ppo.publish publishes and counts what it finished."""
+    the published ones hold, and ppo.pipeline.publish publishes and counts what it finished."""
     import importlib.util
     path = Path(__file__).resolve().parent.parent / "benchmarks/mujoco_sb3_reference.py"
     spec = importlib.util.spec_from_file_location("mujoco_sb3_reference", path)
@@ -153,7 +153,7 @@ def test_sb3_reference_runs_are_skipped_once_finished_or_published_and_counted(t
     assert reference.main(args[:2] + ["--tasks", "Hopper-v5", "--seeds", "0"]) == 0
     assert capsys.readouterr().out.strip() == "every requested run has finished"
 
-    from ppo.publish import publish_sb3, status
+    from ppo.pipeline.publish import publish_sb3, status
     assert publish_sb3(out, published) == ["sb3_reference:Hopper-v5/seed0"]
     assert publish_sb3(out, published) == []  # nothing twice
     kept = pd.read_parquet(published / "sb3_reference/Hopper-v5/seed0/episodes.parquet")
@@ -169,7 +169,7 @@ def test_commit_also_takes_what_an_earlier_publish_left_uncommitted(tmp_path):
     publish commits them even when it adds nothing, and commits nothing else of the work tree."""
     import subprocess
 
-    from ppo.publish import commit
+    from ppo.pipeline.publish import commit
 
     def git(*args):
         return subprocess.run(["git", "-C", str(tmp_path), *args], capture_output=True, text=True,
@@ -190,7 +190,7 @@ def test_commit_also_takes_what_an_earlier_publish_left_uncommitted(tmp_path):
 
 def test_the_index_keeps_the_rows_of_studies_not_being_published(tmp_path):
     """Publishing the Atari study rewrites its own rows of INDEX.csv and leaves the MuJoCo ones as they are."""
-    from ppo.publish import INDEX_COLUMNS, write_index
+    from ppo.pipeline.publish import INDEX_COLUMNS, write_index
 
     other = pd.DataFrame([{c: None for c in INDEX_COLUMNS} | {"study": "table1", "task": "Hopper-v5", "seed": 0,
                                                               "variant": "clip_0.2", "finished": "2026-11-24T13:17:08"}])

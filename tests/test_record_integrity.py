@@ -6,13 +6,14 @@ import json
 import pandas as pd
 import pytest
 
-from analysis.io import RunDataError, load_study as load_records
-from ppo import records
-from ppo.layout import run_dir
-from ppo.publish import PUBLISHED
-from ppo.run import run_meta
-from ppo.study import is_current, load_study
-from ppo.train import RunSpec, train_group
+from analysis.io import RunDataError
+from analysis.io import load_study as load_records
+from ppo.pipeline.job import run_meta
+from ppo.pipeline.publish import PUBLISHED
+from ppo.pipeline.study import is_current, load_study
+from ppo.training import records
+from ppo.training.driver import RunSpec, train_group
+from ppo.training.layout import run_dir
 
 STUDY = load_study("table1", "smoke")
 

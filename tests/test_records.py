@@ -2,7 +2,7 @@
 import pandas as pd
 import pytest
 
-from ppo import records
+from ppo.training import records
 
 
 def test_interrupted_write_leaves_no_file(tmp_path):

@@ -7,10 +7,10 @@ import re
 import shutil
 
 import pytest
-import yaml
 import torch
+import yaml
 
-from ppo.config import ConfigError
+from ppo.config.errors import ConfigError
 from ppo.rlhf import losses as L
 from ppo.rlhf.config import (RLHF_DIR, LanguageSettings, ModelSettings, ReferenceKL, RewardModelSettings, RLHFConfig,
                              SampleSettings, SFTSettings, load_variant, variant_names)
@@ -307,7 +307,7 @@ def test_run_entry_point_writes_records_and_reuses_the_models(tmp_path):
 
     import pandas as pd
 
-    from ppo.rlhf import run
+    from ppo.pipeline import rlhf_job as run
     tiny = ["updates=2", "batch_size=16", "minibatch_size=8", "language.num_words=8", "language.successors=2",
             "language.max_response_length=6", "language.min_response_length=2", "policy_model.d_model=16",
             "policy_model.n_layer=1", "sft.steps=20", "reward_model.pairs=64", "reward_model.normalise_samples=64",

@@ -1,4 +1,4 @@
-"""The RLHF study (experiments/studies/rlhf.yaml, ppo/rlhf/study.py) as the pipeline plans and runs it."""
+"""The RLHF study (experiments/studies/rlhf.yaml, ppo/pipeline/rlhf_study.py) as the pipeline plans and runs it."""
 from __future__ import annotations
 
 import json
@@ -10,12 +10,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ppo.config import ConfigError
-from ppo.reports import REPORTS
-from ppo.rlhf import run as rlhf_run
+from ppo.config.errors import ConfigError
+from ppo.pipeline import rlhf_job as rlhf_run
+from ppo.pipeline.reports import REPORTS
+from ppo.pipeline.rlhf_study import find_run
+from ppo.pipeline.study import load_study, plan_groups
 from ppo.rlhf import train as rlhf_train
-from ppo.rlhf.study import find_run
-from ppo.study import load_study, plan_groups
 
 ROOT = Path(__file__).resolve().parent.parent
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
@@ -45,7 +45,7 @@ def test_the_study_resolves_each_scale_into_cells():
     # a changed setting changes the run's digest (and so re-trains it); the same setting keeps it
     assert reduced.runs()[0].config_digest == load_study("rlhf", "reduced").runs()[0].config_digest
     assert reduced.cell("clip_0.2-ref0").config != reduced.cell("clip_0.2-ref0.01").config
-    # the RLHF runs are never packed into ppo.run's training groups
+    # the RLHF runs are never packed into ppo.pipeline.job's training groups
     assert plan_groups([reduced], 0, "/nonexistent") == []
 
 

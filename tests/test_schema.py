@@ -1,14 +1,14 @@
-"""Records written under an older config schema stay current (ppo.schema): a change of the record's shape
+"""Records written under an older config schema stay current (ppo.config.schema): a change of the record's shape
 that keeps every run's behaviour trains nothing again."""
 import json
 from pathlib import Path
 
 import pytest
 
-from ppo.config import SCHEMA_VERSION, RunConfig
-from ppo.schema import MIGRATIONS, current_config, current_manifest, recorded_digest
-from ppo.settings import Objective, PPOSettings
-from ppo.study import is_current, load_study
+from ppo.config.run_config import SCHEMA_VERSION, RunConfig
+from ppo.config.schema import MIGRATIONS, current_config, current_manifest, recorded_digest
+from ppo.config.settings import Objective, PPOSettings
+from ppo.pipeline.study import is_current, load_study
 
 # Written by the code of 9a2f461 (schema 1) for one run of every variant of every study at paper and
 # reduced scale: the config, digest and environment protocol its manifest would hold.

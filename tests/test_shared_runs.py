@@ -1,12 +1,13 @@
-"""A run two studies share is trained once: the later study copies it (ppo.study.shared_runs, ppo.run.copy_run)."""
+"""A run two studies share is trained once: the later study copies it (ppo.pipeline.study.shared_runs, ppo.pipeline.job.copy_run)."""
 import json
 from pathlib import Path
 
 import pytest
 
-from ppo.config import SCHEMA_VERSION, ConfigError
-from ppo.run import COPIED_FILES, copy_run, run_meta
-from ppo.study import load_study, shared_runs
+from ppo.config.errors import ConfigError
+from ppo.config.run_config import SCHEMA_VERSION
+from ppo.pipeline.job import COPIED_FILES, copy_run, run_meta
+from ppo.pipeline.study import load_study, shared_runs
 
 SMOKE_TASKS = ("InvertedPendulum-v5", "Hopper-v5")
 

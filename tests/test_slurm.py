@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ppo.study import load_study
+from ppo.pipeline.study import load_study
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts/slurm_cluster.sh"

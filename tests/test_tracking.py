@@ -3,11 +3,11 @@
 import pandas as pd
 import pytest
 
-from ppo.config import RunConfig
-from ppo.settings import PPOSettings
-from ppo import tracking
-from ppo.tracking import history
-from ppo.train import RunSpec, train_group
+from ppo.config.run_config import RunConfig
+from ppo.config.settings import PPOSettings
+from ppo.pipeline import tracking
+from ppo.pipeline.tracking import history
+from ppo.training.driver import RunSpec, train_group
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,7 @@ def test_history_uses_cleanrl_names_in_step_order(run_dir):
 
 def test_offline_export_needs_no_account_or_network(run_dir, tmp_path, monkeypatch):
     pytest.importorskip("wandb", reason="wandb is an optional extra: pip install -e '.[tracking]'")
-    from ppo.tracking import main
+    from ppo.pipeline.tracking import main
 
     for var in ("WANDB_API_KEY", "WANDB_MODE"):
         monkeypatch.delenv(var, raising=False)

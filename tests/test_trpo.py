@@ -6,20 +6,20 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from killing import kill_then_resume
 from torch.distributions import Normal, kl_divergence
 
-import ppo.envs
-import ppo.algorithms.trpo as trpo
-import ppo.train
-from ppo.algorithms.base import column_slices, fit_value, policy_parameter_names
-from ppo.batched import GaussianActorCritic
-from ppo.config import build_config
-from ppo.experiments import load_preset
-from ppo.settings import TRPOSettings
-from ppo.rollout import collect_batch, group_context
-from ppo.train import RunSpec, train_group
 import ppo.algorithms.base
-from killing import kill_then_resume
+import ppo.algorithms.trpo as trpo
+import ppo.envs.gym
+import ppo.training.driver
+from ppo.algorithms.base import column_slices, fit_value, policy_parameter_names
+from ppo.algorithms.rollout import collect_batch, group_context
+from ppo.config.experiments import load_preset
+from ppo.config.run_config import build_config
+from ppo.config.settings import TRPOSettings
+from ppo.nn.actor_critic import GaussianActorCritic
+from ppo.training.driver import RunSpec, train_group
 
 PRESET = load_preset("trpo_mujoco")
 
@@ -33,7 +33,7 @@ TINY = config(total_steps=1024, horizon=256)  # 4 iterations; Hopper ends episod
 
 
 def make_algorithm(cfg, seeds, task="Hopper-v5"):
-    """The algorithm of a group as ppo/train.py builds it, for tests that drive it step by step."""
+    """The algorithm of a group as ppo/training/driver.py builds it, for tests that drive it step by step."""
     ctx = group_context(task, [cfg] * len(seeds), seeds)
     return trpo.TRPO(ctx)
 
@@ -265,7 +265,7 @@ def uninterrupted():
 
 
 @pytest.mark.parametrize("target, name, after_calls", [
-    (ppo.envs.LockstepEnvs, "step", 256 * 2 + 31),  # inside the 3rd rollout
+    (ppo.envs.gym.LockstepEnvs, "step", 256 * 2 + 31),  # inside the 3rd rollout
     (trpo, "conjugate_gradient", 3),  # inside the 3rd policy step, after its rollout
     (ppo.algorithms.base, "fit_value", 4),  # inside the 4th iteration's value fitting
 ])

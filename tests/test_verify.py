@@ -1,14 +1,14 @@
-"""./repro verify (ppo.verify): a finished run retrained here for its first updates, compared bit for bit; and
-the processor each part of a run trained on, recorded in its manifest (ppo.train.training_part)."""
+"""./repro verify (ppo.training.verify): a finished run retrained here for its first updates, compared bit for bit; and
+the processor each part of a run trained on, recorded in its manifest (ppo.training.driver.training_part)."""
 import json
 
 import pandas as pd
 import pytest
 
-from ppo import records, verify
-from ppo.config import RunConfig
-from ppo.settings import PPOSettings
-from ppo.train import RunSpec, resumed_elsewhere, train_group
+from ppo.config.run_config import RunConfig
+from ppo.config.settings import PPOSettings
+from ppo.training import records, verify
+from ppo.training.driver import RunSpec, resumed_elsewhere, train_group
 
 CFG = RunConfig(total_steps=1024, horizon=256, ppo=PPOSettings(epochs=2, minibatch_size=64))
 
@@ -96,13 +96,14 @@ def test_a_run_resumed_on_another_platform_says_so():
 
 
 def test_a_group_resumed_on_another_processor_records_both_parts(tmp_path, monkeypatch):
-    import ppo.envs
     from killing import Killed, kill_at
+
+    import ppo.envs.gym
 
     out, ckpt = tmp_path / "seed0", tmp_path / "group.ckpt"
     spec = RunSpec("Hopper-v5/clip_0.2/seed0", "Hopper-v5", CFG, 0, out_dir=out)
     with monkeypatch.context() as m:
-        kill_at(m, ppo.envs.LockstepEnvs, "step", 256 * 3 + 5)  # inside the 4th iteration, after a checkpoint
+        kill_at(m, ppo.envs.gym.LockstepEnvs, "step", 256 * 3 + 5)  # inside the 4th iteration, after a checkpoint
         with pytest.raises(Killed):
             train_group([spec], log=lambda _: None, checkpoint=ckpt, checkpoint_every=1)
     elsewhere = {**records.numerics_platform(), "key": "GenuineIntel-6-AVX512", "model_name": "Intel(R) Xeon(R)"}

@@ -8,19 +8,19 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-
-import ppo.envs
-import ppo.algorithms.vpg as vpg
-import ppo.train
-from ppo.batched import GaussianActorCritic
-from ppo.config import build_config
-from ppo.experiments import load_preset
-from ppo.settings import VPGSettings
-from ppo.envs import LockstepEnvs
-from ppo.rollout import EpisodeLog, GroupContext, collect_batch, derive_seeds
-from ppo.train import RunSpec, train_group
-import ppo.algorithms.base
 from killing import kill_then_resume
+
+import ppo.algorithms.base
+import ppo.algorithms.vpg as vpg
+import ppo.envs.gym
+import ppo.training.driver
+from ppo.algorithms.rollout import EpisodeLog, GroupContext, collect_batch, derive_seeds
+from ppo.config.experiments import load_preset
+from ppo.config.run_config import build_config
+from ppo.config.settings import VPGSettings
+from ppo.envs.gym import LockstepEnvs
+from ppo.nn.actor_critic import GaussianActorCritic
+from ppo.training.driver import RunSpec, train_group
 
 PRESET = load_preset("vpg_mujoco")
 
@@ -205,7 +205,7 @@ def uninterrupted():
 
 
 @pytest.mark.parametrize("target, name, after_calls", [
-    (ppo.envs.LockstepEnvs, "step", 256 * 2 + 31),  # inside the 3rd rollout
+    (ppo.envs.gym.LockstepEnvs, "step", 256 * 2 + 31),  # inside the 3rd rollout
     (ppo.algorithms.base, "fit_value", 3),  # after the 3rd policy step (step size already adapted), before its value fit
 ])
 def test_resume_gives_identical_records(tmp_path, monkeypatch, uninterrupted, target, name, after_calls):

@@ -2,7 +2,7 @@
 for every run of a group at once: the two A2C lines of the PPO paper's Figure 3.
 
 One iteration, top to bottom:
-  (1) collect num_envs × horizon steps and their GAE advantages with the shared rollout (ppo/rollout.py);
+  (1) collect num_envs × horizon steps and their GAE advantages with the shared rollout (ppo/algorithms/rollout.py);
       with ``return_norm`` the value network predicts R/σ_R, so its outputs are scaled by σ_R first;
   (2) with ``return_norm``, divide the λ-return targets by σ_R, then update σ_R with this batch (Tianshou);
   (3) one optimizer step (RMSprop or Adam) on
@@ -22,13 +22,14 @@ import math
 import numpy as np
 import torch
 
-from .. import gaussian
-from ..batched import BatchedAdam, mlp_forward, per_run_grad_norm_clip
-from ..settings import A2CSettings
-from ..rollout import GroupContext
-from ..schedule import annealed
+from ..config.registry import CONVNETS, MLP, AlgorithmSpec, LearningCheck, Line
+from ..config.settings import A2CSettings
+from ..nn import gaussian
+from ..nn.optim import BatchedAdam, per_run_grad_norm_clip
+from ..nn.parameters import mlp_forward
 from .base import ActorCriticAlgorithm
-from .spec import CONVNETS, MLP, AlgorithmSpec, LearningCheck, Line
+from .rollout import GroupContext
+from .schedule import annealed
 
 RETURN_NORM_EPS = 1e-8  # σ_R = sqrt(Var[R] + this): Tianshou PGPolicy._eps
 

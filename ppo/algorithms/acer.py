@@ -3,7 +3,7 @@ Atari, for every run of a group at once: the third algorithm of the PPO paper's 
 
 One iteration, top to bottom:
   (1) collect a segment of ``horizon`` steps from every actor with the current policy, keeping the
-      behaviour policy's probabilities μ(·|x_t) (ppo/rollout.py's conventions: per-run sampling streams,
+      behaviour policy's probabilities μ(·|x_t) (ppo/algorithms/rollout.py's conventions: per-run sampling streams,
       clipped rewards, a lost life ends the learner's horizon, raw full-game episodes recorded);
   (2) store it in the run's replay buffer (raw frames, ``ReplayBuffer``) and take one on-policy step on it;
   (3) once every actor holds ``replay_start`` steps, Poisson(``replay_ratio``) more steps, each on one segment
@@ -38,13 +38,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..batched import per_run_grad_norm_clip
-from ..settings import ACERSettings
-from ..convnet import CNNActorCritic
-from ..rollout import GroupContext, explained_variance
-from ..schedule import annealed
+from ..config.registry import CONVNETS, AlgorithmSpec, Line
+from ..config.settings import ACERSettings
+from ..nn.convnet import CNNActorCritic
+from ..nn.optim import per_run_grad_norm_clip
 from .a2c import trust_region_projection
-from .spec import CONVNETS, AlgorithmSpec, Line
+from .rollout import GroupContext, explained_variance
+from .schedule import annealed
 
 EPS = 1e-6  # baselines acer: eps in f/(μ + eps), log(f + eps), c/(ρ + eps), f_pol/(f + eps), and the entropy
 
@@ -197,7 +197,7 @@ class ReplayBuffer:
 
 
 def collect_segment(ctx: GroupContext, agent: CNNActorCritic) -> Segment:
-    """``horizon`` lock-steps of every actor under the current policy, as ppo/rollout.py's Atari rollout:
+    """``horizon`` lock-steps of every actor under the current policy, as ppo/algorithms/rollout.py's Atari rollout:
     actions by inverse-CDF from each run's own uniforms, rewards clipped to their sign (``reward_clip``), a
     lost life ends the learner's horizon (``life_loss_signal``), raw full-game episodes recorded."""
     envs, G, E, T = ctx.envs, ctx.num_runs, ctx.cfg.num_envs, ctx.cfg.horizon

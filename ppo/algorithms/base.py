@@ -7,10 +7,11 @@ import math
 
 import torch
 
-from ..batched import BatchedAdam, CategoricalActorCritic, GaussianActorCritic
-from ..convnet import CNNActorCritic
-from ..normalizer import ObsNormalizer
-from ..rollout import Batch, GroupContext, collect_atari_batch, collect_batch
+from ..nn.actor_critic import CategoricalActorCritic, GaussianActorCritic
+from ..nn.convnet import CNNActorCritic
+from ..nn.normalizer import ObsNormalizer
+from ..nn.optim import BatchedAdam
+from .rollout import Batch, GroupContext, collect_atari_batch, collect_batch
 
 
 class ActorCriticAlgorithm:
@@ -32,7 +33,7 @@ class ActorCriticAlgorithm:
         self.batch_size = cfg.num_envs * cfg.horizon  # samples per run per iteration
         self.num_iterations = math.ceil(cfg.total_steps / self.batch_size)
         self.optimizers: dict[str, torch.optim.Optimizer] = {}  # saved and restored with the checkpoint
-        self.reward_scaler = None  # PPO's reward_norm (ppo/normalizer.py RewardScaler); its state is the algorithm's
+        self.reward_scaler = None  # PPO's reward_norm (ppo/nn/normalizer.py RewardScaler); its state is the algorithm's
 
     def collect(self, agent=None) -> Batch:
         """One on-policy batch per run with ``agent`` (default: the algorithm's own)."""

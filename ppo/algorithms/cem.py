@@ -29,12 +29,12 @@ import time
 import numpy as np
 import torch
 
-from ..batched import FlatParameters, mlp_forward, mlp_weights
-from ..config import ConfigError
-from ..settings import CEMSettings
-from ..normalizer import ObsNormalizer
-from ..rollout import GroupContext
-from .spec import MLP, AlgorithmSpec, LearningCheck, Line
+from ..config.errors import ConfigError
+from ..config.registry import MLP, AlgorithmSpec, LearningCheck, Line
+from ..config.settings import CEMSettings
+from ..nn.normalizer import ObsNormalizer
+from ..nn.parameters import FlatParameters, mlp_forward, mlp_weights
+from .rollout import GroupContext
 
 
 def extra_variance(settings: CEMSettings, t: int) -> float:

@@ -1,9 +1,9 @@
 """PPO (Schulman et al. 2017), for every run of a group at once: MuJoCo (Gaussian policy, separate networks)
 and Atari (categorical policy, shared network), through the same update.
 
-One iteration, top to bottom: (1) collect a rollout and its GAE advantages (ppo/rollout.py), (2) keep
+One iteration, top to bottom: (1) collect a rollout and its GAE advantages (ppo/algorithms/rollout.py), (2) keep
 π_old on the batch, (3) K epochs of minibatch Adam steps on the surrogate objective, (4) the full-batch
-KL and the adaptive-β rule. Every Table 1 setting is a per-run value of one objective (ppo/objective.py).
+KL and the adaptive-β rule. Every Table 1 setting is a per-run value of one objective (ppo/algorithms/objective.py).
 
 The implementation details of later PPO code are settings of this one update, all off in the paper preset:
 reward scaling (``reward_norm``, in the rollout), advantages recomputed before every epoch
@@ -18,15 +18,15 @@ import math
 import numpy as np
 import torch
 
-from ..batched import BatchedAdam, PerRunAdam, per_run_grad_norm_clip
-from ..categorical import Categorical
-from ..normalizer import RewardScaler
-from ..objective import adapt_beta, objective_terms, value_loss
-from ..rollout import GroupContext, recompute_advantages, standardized
-from ..schedule import annealed
-from ..settings import PPOSettings
+from ..config.registry import CONVNETS, MLP, AlgorithmSpec, LearningCheck, Line
+from ..config.settings import PPOSettings
+from ..nn.categorical import Categorical
+from ..nn.normalizer import RewardScaler
+from ..nn.optim import BatchedAdam, PerRunAdam, per_run_grad_norm_clip
 from .base import ActorCriticAlgorithm, per_run
-from .spec import CONVNETS, MLP, AlgorithmSpec, LearningCheck, Line
+from .objective import adapt_beta, objective_terms, value_loss
+from .rollout import GroupContext, recompute_advantages, standardized
+from .schedule import annealed
 
 
 class PPO(ActorCriticAlgorithm):

@@ -1,7 +1,7 @@
 """TRPO (Schulman et al. 2015) for continuous control, for every run of a group at once; the value network
 is fitted separately, after the policy step (as openai/baselines trpo_mpi).
 
-One iteration, top to bottom: (1) collect a rollout and its GAE advantages (ppo/rollout.py), (2) keep π_old
+One iteration, top to bottom: (1) collect a rollout and its GAE advantages (ppo/algorithms/rollout.py), (2) keep π_old
 on the batch, (3) the gradient g of the surrogate E[r·A] (+ entropy bonus) at θ_old, (4) the natural
 direction s ≈ F⁻¹g by conjugate gradient on Fisher-vector products (the Hessian of the mean
 KL[π_old‖π_θ] times a vector, by double backprop, plus damping), (5) the step s·sqrt(2δ / sᵀFs) and a
@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import torch
 
-from .. import gaussian
-from ..settings import TRPOSettings
-from ..rollout import GroupContext
+from ..config.registry import MLP, AlgorithmSpec, LearningCheck, Line
+from ..config.settings import TRPOSettings
+from ..nn import gaussian
 from .base import PolicyStepThenValueFit, column_slices, policy_parameter_names, to_flat
-from .spec import MLP, AlgorithmSpec, LearningCheck, Line
+from .rollout import GroupContext
 
 
 def rowdot(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

@@ -1,7 +1,7 @@
 """Vanilla policy gradient with an adaptive Adam step size (PPO paper Sec. 6.2, "Vanilla PG, Adaptive"), for
 every run of a group at once; the value network is fitted separately (ppo/algorithms/base.py fit_value).
 
-One iteration, top to bottom: (1) collect a rollout and its GAE advantages (ppo/rollout.py), (2) keep π_old
+One iteration, top to bottom: (1) collect a rollout and its GAE advantages (ppo/algorithms/rollout.py), (2) keep π_old
 on the batch, (3) one Adam step on the full-batch policy-gradient loss −E[log π(a|s)·A] (the implementation
 the paper points to, berkeleydeeprlcourse/homework hw4 main.py, takes one step per batch), (4) the
 full-batch KL[π_old‖π_new] and the step-size rule (``adapt_lr``), (5) value fitting.
@@ -16,11 +16,11 @@ import math
 
 import torch
 
-from .. import gaussian
-from ..settings import VPGSettings
-from ..rollout import GroupContext
+from ..config.registry import MLP, AlgorithmSpec, LearningCheck, Line
+from ..config.settings import VPGSettings
+from ..nn import gaussian
 from .base import PolicyStepThenValueFit
-from .spec import MLP, AlgorithmSpec, LearningCheck, Line
+from .rollout import GroupContext
 
 
 def adapt_lr(lr: torch.Tensor, kl: torch.Tensor, kl_target: torch.Tensor, band: float, factor: float,

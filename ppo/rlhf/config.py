@@ -3,7 +3,7 @@
 A preset (``experiments/rlhf/presets/<name>.yaml``) holds every knob and, under ``choices``, where each
 value comes from; a variant (``experiments/rlhf/variants/<name>.yaml``) is a preset plus overrides. They
 live apart from ``experiments/variants`` so that Table 1's glob patterns (``clip_*``, ``kl_fixed_*``) never
-pick up an RLHF file. Errors are ppo.config.ConfigError naming the file and the dotted field.
+pick up an RLHF file. Errors are ppo.config.errors.ConfigError naming the file and the dotted field.
 """
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..config import ConfigError, show
-from ..experiments import EXPERIMENTS_DIR, deep_merge, read_yaml
-from ..settings import Objective
+from ..config.errors import ConfigError, show
+from ..config.files import EXPERIMENTS_DIR, deep_merge, read_yaml
+from ..config.settings import Objective
 
 RLHF_DIR = EXPERIMENTS_DIR / "rlhf"
 ALGORITHMS = ("ppo", "grpo", "rloo", "remax", "best_of_n")
@@ -264,7 +264,7 @@ def build(cls, data, source: str, prefix: str = ""):
         kwargs[name] = tuple(value) if isinstance(value, list) else value
     try:
         return cls(**kwargs)
-    except ValidationError as err:  # a pydantic record (ppo.settings.Objective): its first error, on one line
+    except ValidationError as err:  # a pydantic record (ppo.config.settings.Objective): its first error, on one line
         error = err.errors()[0]
         message = (str(error["ctx"]["error"]) if error["type"] == "value_error" else
                    f"{'.'.join(map(str, error['loc']))}: {error['msg'].lower()}, got {show(error['input'])}")

@@ -3,7 +3,7 @@ loss, the Bradley-Terry loss, KL estimators, the reference-KL controller and the
 
 Two KLs are kept apart everywhere. The *reference* KL(π‖π_ref) is part of the reward (−β_ref per token) and
 fights over-optimisation of the proxy; its β is ``reference_kl.beta`` and Ziegler's controller adapts it.
-The *trust-region* KL(π_old‖π) is the PPO paper's, inside the surrogate (ppo/objective.py); its β is
+The *trust-region* KL(π_old‖π) is the PPO paper's, inside the surrogate (ppo/algorithms/objective.py); its β is
 ``objective.kl_beta`` and the paper's d_targ rule adapts it.
 
 Shapes: [B, L] per response token (B responses, L = max response length), [B] per response. ``mask`` is

@@ -5,7 +5,7 @@ without training.
 One update, top to bottom: (1) prompts and responses sampled from π at temperature T, (2) π_old, π_ref,
 values, proxy and gold scores on the batch, (3) per-token rewards with the reference-KL penalty and the
 advantages (GAE with a critic, or a baseline from other responses), (4) K epochs of minibatch Adam steps on
-the surrogate family of Table 1 (ppo/objective.py) with the trust-region KL(π_old‖π), plus the clipped value
+the surrogate family of Table 1 (ppo/algorithms/objective.py) with the trust-region KL(π_old‖π), plus the clipped value
 loss, (5) the full-batch trust-region KL and the paper's d_targ rule, and Ziegler's controller on the
 reference KL. Row u of the records describes the batch sampled from the policy after u updates (row 0 is
 the SFT policy; the last row, after the last update, has no optimisation statistics).
@@ -13,6 +13,9 @@ the SFT policy; the last row, after the last update, has no optimisation statist
 from __future__ import annotations
 
 import copy
+import dataclasses
+import hashlib
+import json
 import math
 import time
 from dataclasses import dataclass, field
@@ -21,7 +24,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..objective import adapt_beta, objective_terms
+from ..algorithms.objective import adapt_beta, objective_terms
 from . import losses as L
 from .config import RLHFConfig
 from .language import Language, response_mask
@@ -291,3 +294,10 @@ def best_of_n(cfg: RLHFConfig, seed: int, models: Models) -> RunResult:
                     for i, p in enumerate(pick[: cfg.samples.count].tolist())]
     timing = pd.DataFrame([{"seconds": time.perf_counter() - start}])
     return RunResult(pd.DataFrame(rows), pd.DataFrame(samples), timing, dict(models.info))
+
+
+def models_key(cfg: RLHFConfig) -> str:
+    """A digest of exactly the settings the starting models depend on."""
+    parts = {k: dataclasses.asdict(getattr(cfg, k)) for k in ("language", "policy_model", "sft", "reward_model")}
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
+

@@ -8,15 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.references import (
-    comparable_note,
-    format_steps,
-    load_references,
-    per_task_reference,
-    reference_spread,
-    reference_metric,
-    task_env_name,
-)
+from analysis.references import (comparable_note, format_steps, load_references, per_task_reference, reference_metric,
+                                 reference_spread, task_env_name)
 
 REFERENCE_CSV = Path(__file__).resolve().parents[2] / "reference" / "mujoco_reference_scores.csv"
 
@@ -111,7 +104,7 @@ def test_sb3_difference_by_hand(tmp_path):
     import json
 
     from analysis.references import load_sb3_scores, sb3_difference
-    from ppo import records
+    from ppo.training import records
 
     for seed, returns in enumerate([[0.0] * 50 + [1.0] * 100, [5.0] * 10 + [3.0] * 100]):
         folder = tmp_path / "Hopper-v5" / f"seed{seed}"

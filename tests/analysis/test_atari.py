@@ -32,28 +32,11 @@ import pandas as pd
 import pytest
 from conftest import write_run
 
-from analysis.atari import (
-    LAST_100,
-    attach_env_protocol,
-    budget_line,
-    check_runs,
-    load_atari_references,
-    load_random_human,
-    load_table2,
-    load_table6,
-    task_game,
-    unregistered_games,
-)
-from analysis.atari_tables import (
-    NO_REFERENCE,
-    aggregate_table,
-    human_normalized,
-    reference_table,
-    run_scores,
-    table6,
-    win_counts,
-)
+from analysis.atari import (LAST_100, attach_env_protocol, budget_line, check_runs, load_atari_references,
+                            load_random_human, load_table2, load_table6, task_game, unregistered_games)
 from analysis.atari_curves import learning_curves_frames
+from analysis.atari_tables import (NO_REFERENCE, aggregate_table, human_normalized, reference_table, run_scores, table6,
+                                   win_counts)
 from analysis.io import RunDataError, load_study
 
 REPO = Path(__file__).resolve().parents[2]
@@ -78,7 +61,7 @@ DIVERGED_KEY = ("Pong", "atari_a2c", 1)  # the same run, indexed by game
 
 def write_atari_run(runs: Path, task: str, variant: str, seed: int, returns: list[float], algorithm: str | None = None,
                     frame_skip: object = 4, update_steps: tuple[int, ...] = (500, 1000), **kw) -> Path:
-    """conftest's run in the Atari records contract: algorithm, env_protocol, run id as ppo.train writes it."""
+    """conftest's run in the Atari records contract: algorithm, env_protocol, run id as ppo.training.driver writes it."""
     run_dir = write_run(runs, task, variant, seed, returns, **kw)
     steps = list(update_steps)
     pd.DataFrame({"update": range(1, len(steps) + 1), "global_step": steps}).to_parquet(

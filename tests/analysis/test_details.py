@@ -24,7 +24,7 @@ from conftest import write_random, write_run
 
 from analysis import details
 from analysis.stats import Interval
-from ppo.experiments import Claim, Mechanism, load_variant
+from ppo.config.experiments import Claim, Mechanism, load_variant
 
 REPO = Path(__file__).resolve().parents[2]
 SCORES = {

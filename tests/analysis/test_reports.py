@@ -1,4 +1,4 @@
-"""Each registered report (ppo/reports.py) writes exactly the files it declares, so the pipeline's rule,
+"""Each registered report (ppo/pipeline/reports.py) writes exactly the files it declares, so the pipeline's rule,
 made from the declaration, names every output and no other."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import test_details
 import test_figure3
 import test_rlhf_analysis
 
-from ppo.reports import REPORTS
+from ppo.pipeline.reports import REPORTS
 
 REPO = Path(__file__).resolve().parents[2]
 

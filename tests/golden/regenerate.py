@@ -4,9 +4,9 @@
     .venv/bin/python -m tests.golden.regenerate clip_0.2   # some of them, by name
 
 Each golden is one tiny run of a variant of experiments/variants/, resolved exactly as the pipeline resolves
-it (ppo.experiments.load_variant with the study scale's total_steps, ppo.study.Run for its id and config digest),
-trained in memory by ppo.train.train_group on one CPU thread (the pipeline's setting), and kept per numerics
-platform (ppo.records.numerics_platform: processor vendor, family and SIMD level, e.g. AuthenticAMD-25-AVX512;
+it (ppo.config.experiments.load_variant with the study scale's total_steps, ppo.pipeline.study.Run for its id and config digest),
+trained in memory by ppo.training.driver.train_group on one CPU thread (the pipeline's setting), and kept per numerics
+platform (ppo.training.records.numerics_platform: processor vendor, family and SIMD level, e.g. AuthenticAMD-25-AVX512;
 the math libraries choose their kernels by it, so the same code gives other last bits on another platform,
 docs/reproducibility.md) as
 
@@ -45,12 +45,12 @@ import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
 import ppo  # noqa: E402
-from ppo import records  # noqa: E402
-from ppo.config import SCHEMA_VERSION  # noqa: E402
-from ppo.experiments import load_variant  # noqa: E402
-from ppo.envs import task_version  # noqa: E402
-from ppo.study import Run  # noqa: E402
-from ppo.train import RunSpec, train_group  # noqa: E402
+from ppo.config.experiments import load_variant  # noqa: E402
+from ppo.config.run_config import SCHEMA_VERSION  # noqa: E402
+from ppo.envs.gym import task_version  # noqa: E402
+from ppo.pipeline.study import Run  # noqa: E402
+from ppo.training import records  # noqa: E402
+from ppo.training.driver import RunSpec, train_group  # noqa: E402
 
 TABLES = ("episodes", "updates")  # the deterministic records of a run (timing holds wall-clock measures)
 # The packages whose versions can change a run's floats; a golden is only compared under the same ones.
@@ -65,7 +65,7 @@ class Golden:
     name: str  # folder under tests/golden/
     variant: str  # experiments/variants/<variant>.yaml
     task: str
-    total_steps: int  # the scale's total_steps override, as ppo.study.load_study applies it
+    total_steps: int  # the scale's total_steps override, as ppo.pipeline.study.load_study applies it
     why: str  # the code path it pins
     seed: int = 0
     overrides: dict = field(default_factory=dict, hash=False)  # further load_variant overrides (rare)
@@ -85,7 +85,7 @@ CLASSIC_TASKS = (CLASSIC,)
 CLASSIC_PRESETS = {"ppo_mujoco_paper": "ppo_classic"}  # experiments/studies/classic.yaml's presets field
 
 GOLDENS = (
-    # PPO on MuJoCo: one per term of the objective (ppo/objective.py) that Table 1 turns on or off.
+    # PPO on MuJoCo: one per term of the objective (ppo/algorithms/objective.py) that Table 1 turns on or off.
     # 2048 steps per batch: 2 updates; 3 for the adaptive β, which then acts twice (the 3rd update uses both).
     Golden("clip_0.2", "clip_0.2", MUJOCO, 4096, "PPO, clipped surrogate (Table 1, Figure 3's PPO)"),
     Golden("no_clip", "no_clip", MUJOCO, 4096, "PPO, plain surrogate: no clipping, no penalty"),
@@ -139,7 +139,7 @@ def resolve(golden: Golden) -> Run:
 
 
 def train(golden: Golden) -> dict[str, pd.DataFrame]:
-    """Train the golden's run in memory on one thread (the pipeline's ppo.run default); its tables."""
+    """Train the golden's run in memory on one thread (the pipeline's ppo.pipeline.job default); its tables."""
     run = resolve(golden)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

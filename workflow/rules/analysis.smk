@@ -1,8 +1,8 @@
 # Aggregation, per study: the deviations from the paper, the random-policy zero point (MuJoCo), then the
-# study's report, declared in ppo/reports.py (REPORTS: its script, outputs with captions, extra inputs).
+# study's report, declared in ppo/pipeline/reports.py (REPORTS: its script, outputs with captions, extra inputs).
 
 
-from ppo.reports import REPORTS
+from ppo.pipeline.reports import REPORTS
 
 REPORT_FILES = []
 

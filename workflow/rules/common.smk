@@ -9,14 +9,14 @@ sys.path.insert(0, str(PROJECT))
 # (which Snakemake tracks as code) stay the same on every machine.
 os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
 
-from ppo.algorithms import algorithm_spec
-from ppo.atari import is_atari
-from ppo.config import ConfigError
-from ppo.records import unwritable
-from ppo.envs import task_name
-from ppo import layout
-from ppo import study as ppo_study
-from ppo.study import load_study, plan_groups, shared_runs
+from ppo.config.errors import ConfigError
+from ppo.config.registry import algorithm_spec
+from ppo.envs.atari import is_atari
+from ppo.envs.gym import task_name
+from ppo.pipeline import study as ppo_study
+from ppo.pipeline.study import load_study, plan_groups, shared_runs
+from ppo.training import layout
+from ppo.training.records import unwritable
 
 # Every experiment file is read and validated here, before any job starts: a bad file stops the plan
 # with its path and field named, and loses nothing already computed.
@@ -34,7 +34,7 @@ if config["scale"] == "paper" and len(STUDIES) > 1 and any(is_atari(t) for s in 
         "each, meant for a cluster. MuJoCo paper scale (Table 1 and Figure 3): --config 'studies=[table1,figure3]' "
         "scale=paper; Atari paper scale on its own: --config 'studies=[atari]' scale=paper")
 
-from ppo.layout import RUN_FILES
+from ppo.training.layout import RUN_FILES
 
 for _folder in ("results", "logs"):  # Snakemake would fail on it with a traceback while planning
     if Path(_folder).exists() and not Path(_folder).is_dir():
@@ -42,7 +42,7 @@ for _folder in ("results", "logs"):  # Snakemake would fail on it with a traceba
                             "nothing was changed")
 
 
-# Paths as Snakemake wants them (strings relative to the project), all from ppo.layout.
+# Paths as Snakemake wants them (strings relative to the project), all from ppo.training.layout.
 def results_dir(study):
     return str(layout.study_dir("results", study))
 
@@ -80,7 +80,7 @@ def manifests(study):
 
 
 def planned_digests(runs):
-    """The config digest planned for each run, as the JSON that ``python -m ppo.run --digests`` checks."""
+    """The config digest planned for each run, as the JSON that ``python -m ppo.pipeline.job --digests`` checks."""
     return json.dumps({r.run_id: r.config_digest for r in runs}, sort_keys=True)
 
 
@@ -90,9 +90,9 @@ def is_current(study, run):
 
 
 # A run that an earlier study also has (same task, seed and resolved configuration: Figure 3's PPO is
-# Table 1's clip 0.2) is trained once and copied; the copy has the same records (ppo.study.shared_runs).
+# Table 1's clip 0.2) is trained once and copied; the copy has the same records (ppo.pipeline.study.shared_runs).
 SHARED = shared_runs(STUDIES)
-# A run published with the project (published/, ppo.publish: the paper-scale reproduction) under the
+# A run published with the project (published/, ppo.pipeline.publish: the paper-scale reproduction) under the
 # configuration the study now resolves is copied from there, not trained.
 PUBLISHED_DIR = "published"
 

@@ -1,7 +1,7 @@
-# Training of the RLHF studies (kind: rlhf, ppo/rlhf/study.py): one job per distinct pair of starting models
-# (the SFT policy and the reward model, ppo.rlhf.run.models_key), then one job per pending run, which loads
+# Training of the RLHF studies (kind: rlhf, ppo/pipeline/rlhf_study.py): one job per distinct pair of starting models
+# (the SFT policy and the reward model, ppo.rlhf.train.models_key), then one job per pending run, which loads
 # them. A model file is written to a temporary name and renamed, and only its own job writes it, so runs that
-# share it never build it twice or read it half-written. Finished runs (ppo.study.is_current) get no job, so
+# share it never build it twice or read it half-written. Finished runs (ppo.pipeline.study.is_current) get no job, so
 # a rebuilt model file never re-trains them.
 
 
@@ -37,7 +37,7 @@ for _study in [s for s in STUDIES if s.kind == "rlhf"]:
             threads: config["torch_threads"]
             priority: 1000000 + sum(r.variant.models_key == _key for r in _pending)  # its runs wait: most-needed first
             shell:
-                "python -m ppo.rlhf.run --study {params.study:q} --scale {params.scale:q} --build-models {params.key:q} "
+                "python -m ppo.pipeline.rlhf_job --study {params.study:q} --scale {params.scale:q} --build-models {params.key:q} "
                 "--models-cache {params.cache:q} --threads {threads:q} > {log:q} 2>&1"
 
     for _run in _pending:
@@ -69,6 +69,6 @@ for _study in [s for s in STUDIES if s.kind == "rlhf"]:
             resources:
                 mem_mb=1500,
             shell:
-                "python -m ppo.rlhf.run --study {params.study:q} --scale {params.scale:q} {params.seeds:q} "
+                "python -m ppo.pipeline.rlhf_job --study {params.study:q} --scale {params.scale:q} {params.seeds:q} "
                 "--cell {params.cell:q} --seed {params.seed:q} --digest {params.digest:q} --out {params.out:q} "
                 "--models-cache {params.cache:q} --threads {threads:q} > {log:q} 2>&1"

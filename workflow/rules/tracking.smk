@@ -1,7 +1,7 @@
 # Optional: replay every run's records into wandb (offline unless config wandb.mode is online). It reads
 # the finished parquet files, so enabling, disabling or switching it never re-runs a training job.
 
-# (the MuJoCo and Atari studies: ppo.tracking replays their episode records; an RLHF run has none)
+# (the MuJoCo and Atari studies: ppo.pipeline.tracking replays their episode records; an RLHF run has none)
 for _study in [s for s in STUDIES if s.kind == "mujoco"] if config.get("tracking", "none") == "wandb" else []:
 
     rule:
@@ -20,7 +20,7 @@ for _study in [s for s in STUDIES if s.kind == "mujoco"] if config.get("tracking
         log:
             f"{log_dir(_study)}/wandb_export.log",
         shell:
-            "python -m ppo.tracking --mode {params.mode:q} --project {params.project:q} --dir {params.wandb_dir:q} "
+            "python -m ppo.pipeline.tracking --mode {params.mode:q} --project {params.project:q} --dir {params.wandb_dir:q} "
             + ("--entity {params.entity:q} " if config["wandb"].get("entity") else "")
             + "--done {output:q} {params.run_dirs:q} > {log:q} 2>&1"
 

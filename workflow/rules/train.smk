@@ -28,7 +28,7 @@ for _study, _group in GROUPS:
             mem_mb=memory_mb(_study, _group),
             runtime=runtime_minutes(_study, _group),  # minutes; a job over its time limit is killed
         shell:
-            "python -m ppo.run --study {params.study:q} --scale {params.scale:q} --threads {threads:q} "
+            "python -m ppo.pipeline.job --study {params.study:q} --scale {params.scale:q} --threads {threads:q} "
             "--checkpoint-every {params.checkpoint_every:q} --digests {params.configs:q} {output:q} > {log:q} 2>&1"
 
 
@@ -53,7 +53,7 @@ for _study, _run, _source, _source_files in COPIES:
             f"{log_dir(_study)}/copy_{_copy_id}.log",
         localrule: True
         shell:
-            "python -m ppo.run --study {params.study:q} --scale {params.scale:q} --copy-from {params.source:q} "
+            "python -m ppo.pipeline.job --study {params.study:q} --scale {params.scale:q} --copy-from {params.source:q} "
             "--digests {params.configs:q} {output:q} > {log:q} 2>&1"
 
 
@@ -65,5 +65,5 @@ rule random_policy:
     log:
         "logs/random/{task}.log",
     shell:
-        "python -m ppo.random_policy --task {wildcards.task:q} --episodes {params.episodes:q} --seed 0 "
+        "python -m ppo.pipeline.random_policy --task {wildcards.task:q} --episodes {params.episodes:q} --seed 0 "
         "--out {output:q} > {log:q} 2>&1"

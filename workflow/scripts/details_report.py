@@ -8,7 +8,7 @@ Usage (from the repository root, or from a Snakemake ``shell:`` rule):
         --out-dir results/details/reduced/report --variant clip_0.2 \
         --variant-files experiments/variants/clip_0.2.yaml experiments/variants/detail_lr_anneal.yaml ...
 
-Writes into --out-dir (ppo/reports.py declares them): details_effects.csv/.md (each variant's effect on Table 1's
+Writes into --out-dir (ppo/pipeline/reports.py declares them): details_effects.csv/.md (each variant's effect on Table 1's
 normalised score against the --variant anchor over all tasks, with the probability of improvement),
 details_per_task.csv/.md (the same per task), details_claims.csv/.md (each variant file's claim, its measured
 effect and mechanism statistics beside the anchor's, and a verdict by the rule the table prints),
@@ -28,23 +28,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from analysis.curves import learning_curves, plot_curves  # noqa: E402
-from analysis.details import (  # noqa: E402
-    ALL_TASKS,
-    VERDICT_RULE,
-    budget_line,
-    claims_table,
-    effects,
-    modern_table,
-    per_task_effects,
-    plot_mechanisms,
-    run_statistics,
-)
+from analysis.details import (ALL_TASKS, VERDICT_RULE, budget_line, claims_table, effects, modern_table,  # noqa: E402
+                              per_task_effects, plot_mechanisms, run_statistics)
 from analysis.io import ReportError, load_scored_study, report_main, report_parser  # noqa: E402
 from analysis.protocol import difference_notes, paper_values  # noqa: E402
 from analysis.report_tables import write_table  # noqa: E402
 from analysis.table1 import normalize_scores  # noqa: E402
-from ppo.config import ConfigError  # noqa: E402
-from ppo.experiments import load_variant  # noqa: E402
+from ppo.config.errors import ConfigError  # noqa: E402
+from ppo.config.experiments import load_variant  # noqa: E402
 
 DIGITS = {"n_tasks": 0, "p_improvement": 2, "approx_kl": 4, "approx_kl_anchor": 4, "kl": 4, "kl_anchor": 4,
           "clipfrac": 3, "clipfrac_anchor": 3, "mechanism_measured": 4, "mechanism_ci_low": 4,
@@ -57,7 +48,7 @@ EFFECT_NOTE = (
     "its 95% stratified bootstrap interval. One run per task and setting gives no interval."
 )
 CLAIM_NOTE = (
-    "claim = the variant file's description; prediction = its claim field (ppo/experiments.py load_claim); effect over "
+    "claim = the variant file's description; prediction = its claim field (ppo/config/experiments.py load_claim); effect over "
     "the claim's tasks. Mechanism statistics: each run's mean over its updates (updates.parquet), then the mean over "
     "the claim's tasks of the per-task means, the variant's beside the anchor's: approx_kl = mean over the "
     "update's minibatch steps of ((r − 1) − log r) before each step; kl = KL[π_old, π] over the whole batch after "
@@ -78,7 +69,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def read_variants(paths: Sequence[Path]) -> dict:
-    """variant name -> the loaded variant file (ppo.experiments.load_variant); a bad file is a ReportError."""
+    """variant name -> the loaded variant file (ppo.config.experiments.load_variant); a bad file is a ReportError."""
     variants = {}
     for path in paths:
         try:

@@ -14,11 +14,11 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from analysis.report_tables import write_table  # noqa: E402
-from ppo.atari import is_atari  # noqa: E402
-from ppo.config import ConfigError  # noqa: E402
-from ppo.experiments import EXPERIMENTS_DIR, read_yaml  # noqa: E402
-from ppo.envs import task_family  # noqa: E402
-from ppo.study import load_study  # noqa: E402
+from ppo.config.errors import ConfigError  # noqa: E402
+from ppo.config.files import EXPERIMENTS_DIR, read_yaml  # noqa: E402
+from ppo.envs.atari import is_atari  # noqa: E402
+from ppo.envs.gym import task_family  # noqa: E402
+from ppo.pipeline.study import load_study  # noqa: E402
 
 
 def shown(value) -> str:
@@ -27,7 +27,7 @@ def shown(value) -> str:
 
 
 def rlhf_deviations(study) -> pd.DataFrame:
-    """An RLHF study (ppo/rlhf/study.py): the paper has no language-model experiment, so every setting is a
+    """An RLHF study (ppo/pipeline/rlhf_study.py): the paper has no language-model experiment, so every setting is a
     choice it leaves open; each row names where the value comes from (the preset's choices), then the scale's
     overrides and the budget."""
     from ppo.rlhf.config import load_preset

@@ -27,20 +27,14 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from analysis.io import RunDataError, load_study  # noqa: E402
-from analysis.references import (  # noqa: E402
-    difference_ci,
-    load_references,
-    load_sb3_scores,
-    per_task_reference,
-    sb3_difference,
-    task_env_name,
-)
+from analysis.references import (difference_ci, load_references, load_sb3_scores, per_task_reference,  # noqa: E402
+                                 sb3_difference, task_env_name)
 from analysis.scores import final_scores  # noqa: E402
 from analysis.table1 import TIE_MARGIN, clearly_below  # noqa: E402
-from ppo.progress import clock  # noqa: E402
-from ppo.publish import CHECKS  # noqa: E402
-from ppo.publish import STUDIES as PUBLISHED_STUDIES  # noqa: E402
-from ppo.study import load_study as load_study_config  # noqa: E402
+from ppo.pipeline.progress import clock  # noqa: E402
+from ppo.pipeline.publish import CHECKS  # noqa: E402
+from ppo.pipeline.publish import STUDIES as PUBLISHED_STUDIES  # noqa: E402
+from ppo.pipeline.study import load_study as load_study_config  # noqa: E402
 
 REFERENCES = Path(__file__).resolve().parents[2] / "reference" / "mujoco_reference_scores.csv"
 
@@ -163,7 +157,7 @@ def scored_runs(runs_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def checks_beside_table1(published: Path, n_resamples: int = 10_000, seed: int = 0) -> tuple[str, str] | None:
-    """(note, markdown table): every setting of the checks of Table 1 (ppo.publish.CHECKS) on each task whose
+    """(note, markdown table): every setting of the checks of Table 1 (ppo.pipeline.publish.CHECKS) on each task whose
     three seeds are published, beside Table 1's anchor on the same task at v5: the check's score and
     interval, check − anchor with an interval that resamples both sides' seeds, SB3 on the same task and
     version, and whether the check lies outside the published references' spread. A check that closes a

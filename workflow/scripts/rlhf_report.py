@@ -6,7 +6,7 @@ Usage (from the repository root, or from a Snakemake ``shell:`` rule):
     python workflow/scripts/rlhf_report.py --runs results/rlhf/reduced/runs --out-dir results/rlhf/reduced/report \
         [--manifests results/rlhf/reduced/runs/*/*/seed*/manifest.json] [--budget-note "REDUCED ..."]
 
-Writes into --out-dir (ppo/reports.py declares them): rlhf_overoptimisation.png (gold and proxy gained over the SFT
+Writes into --out-dir (ppo/pipeline/reports.py declares them): rlhf_overoptimisation.png (gold and proxy gained over the SFT
 policy against √KL(π‖π_ref), a column per reference β, with Gao et al.'s fitted forms), rlhf_fits.csv/.md (those
 fits: α, β, r2, where the fitted curve peaks), rlhf_gold_curves.png (gold over updates per surrogate),
 rlhf_peak_final.csv/.md (peak and final gold per setting with bootstrap intervals over seeds; the front page's
@@ -24,19 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from analysis.io import report_main  # noqa: E402
 from analysis.report_tables import write_table  # noqa: E402
-from analysis.rlhf import (  # noqa: E402
-    FIT_NOTE,
-    FRONTIER_RULE,
-    PEAK_NOTE,
-    budget_notes,
-    check_runs,
-    fits_table,
-    frontier_table,
-    load_runs,
-    peak_final_table,
-    plot_gold_curves,
-    plot_overoptimisation,
-)
+from analysis.rlhf import (FIT_NOTE, FRONTIER_RULE, PEAK_NOTE, budget_notes, check_runs, fits_table,  # noqa: E402
+                           frontier_table, load_runs, peak_final_table, plot_gold_curves, plot_overoptimisation)
 
 DIGITS = {"reference_beta": 2, "alpha": 3, "beta": 3, "r2": 3, "d_max": 2, "d_peak_fit": 2, "R_peak_fit": 2,
           "share_in_range": 2, "peak_update": 1}

@@ -10,7 +10,7 @@ Usage (from the repository root, or from a Snakemake ``shell:`` rule):
 
 Writes table1.csv, table1.md, table1_per_task.csv, policy_entropy.csv/.md, per_task_<variant>.csv/.md,
 curves_steps.png, curves_walltime.png, rank_agreement.json and sb3_comparison.csv/.md (the
-anchor beside published/sb3_reference, with --sb3-dir) into --out-dir (ppo/reports.py declares them), and the
+anchor beside published/sb3_reference, with --sb3-dir) into --out-dir (ppo/pipeline/reports.py declares them), and the
 aggregate statistics of Agarwal et al. 2021 on the same normalised scores:
 aggregates.csv/.md (IQM, median, mean, optimality gap per variant),
 probability_of_improvement.csv/.md (each variant vs the --variant anchor),
@@ -33,39 +33,16 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from analysis.aggregate import (  # noqa: E402
-    aggregate_metrics,
-    default_taus,
-    improvement_vs_anchor,
-    performance_profile,
-    plot_performance_profile,
-)
-from analysis.curves import (  # noqa: E402
-    learning_curves,
-    plot_curves,
-    plot_curves_walltime,
-    plot_sample_efficiency,
-    sample_efficiency,
-)
+from analysis.aggregate import (aggregate_metrics, default_taus, improvement_vs_anchor,  # noqa: E402
+                                performance_profile, plot_performance_profile)
+from analysis.curves import (learning_curves, plot_curves, plot_curves_walltime, plot_sample_efficiency,  # noqa: E402
+                             sample_efficiency)
 from analysis.io import load_scored_study, report_main, report_parser  # noqa: E402
 from analysis.protocol import NO_PAPER_NUMBERS, difference_notes, outside_paper  # noqa: E402
-from analysis.references import (  # noqa: E402
-    load_references,
-    load_sb3_scores,
-    per_task_reference,
-    sb3_difference,
-)
+from analysis.references import load_references, load_sb3_scores, per_task_reference, sb3_difference  # noqa: E402
 from analysis.report_tables import write_table  # noqa: E402
-from analysis.table1 import (  # noqa: E402
-    final_entropy,
-    load_published_table1,
-    normalize_scores,
-    paper_rows,
-    per_task_table,
-    paper_checks,
-    rank_agreement,
-    table1,
-)
+from analysis.table1 import (final_entropy, load_published_table1, normalize_scores, paper_checks,  # noqa: E402
+                             paper_rows, per_task_table, rank_agreement, table1)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

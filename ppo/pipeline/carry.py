@@ -1,0 +1,141 @@
+"""Unfinished training groups' checkpoints, carried to the next machine in the repository.
+
+A paper-scale Atari run takes longer than a machine is held (3-5 h of one core against sessions of 3 h), and
+the next session may get another machine. Finished runs travel as published records (ppo.pipeline.publish); an
+unfinished group's checkpoint (about 10 MB for one Atari run: parameters, Adam's moments, emulator states)
+travels here:
+
+    python -m ppo.pipeline.carry save --from ../atari-grid --commit   # at the end of a session: grid-state/ := the grid's
+    python -m ppo.pipeline.carry restore --into ../atari-grid         # before the grid starts: the newer of each
+
+``grid-state/<study>/<scale>/checkpoints/<name>.pt`` mirrors ``<grid>/results/<study>/<scale>/checkpoints/``.
+``save`` copies each checkpoint that is newer (a later iteration) than the committed one and removes committed
+checkpoints the grid no longer has (their group finished: its runs are published records now). ``restore``
+copies a committed checkpoint into the grid where the grid has none or an older one (another machine got
+further), so the group resumes where any machine left it. The run's manifest then records each part's
+processor (ppo.training.driver.training_part). Each save adds the changed checkpoints to the repository's history:
+about 10 MB per unfinished Atari run and session.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+from ..config.files import PROJECT_ROOT
+from ..training import records
+
+STATE = PROJECT_ROOT / "grid-state"
+PUBLISHED = PROJECT_ROOT / "published"
+
+
+def checkpoints(results: Path) -> dict[Path, Path]:
+    """<study>/<scale>/checkpoints/<name>.pt (relative) -> the file, under a results folder."""
+    return {path.relative_to(results): path for path in sorted(results.glob("*/*/checkpoints/*.pt"))}
+
+
+def progress(path: Path) -> tuple[int, list[str]]:
+    """(the iteration a group checkpoint was saved at, its runs' ids); (-1, []) for a file that is not one
+    (never preferred; the training job sets it aside as it does any unreadable checkpoint)."""
+    try:
+        state = torch.load(path, weights_only=True, map_location="cpu")
+        return int(state["iteration"]), [str(entry[0]) for entry in state["fingerprint"]]
+    except Exception:  # noqa: BLE001 - any unreadable file means the same here
+        return -1, []
+
+
+def finished(relative: Path, runs: list[str], roots: list[Path]) -> bool:
+    """Whether every run of a checkpoint has its records (a manifest) under one of ``roots`` (results folders
+    or published/): its group is done, and its checkpoint is a leftover."""
+    study_scale = relative.parent.parent  # <study>/<scale>
+    return bool(runs) and all(any((root / study_scale / "runs" / run / "manifest.json").exists() for root in roots)
+                              for run in runs)
+
+
+def copy_newer(source: dict[Path, Path], target_root: Path, done: list[Path]) -> list[str]:
+    """Copy each source checkpoint to target_root/<relative> unless the target is as far or further, or the
+    checkpoint's runs are finished under ``done``."""
+    copied = []
+    for relative, path in source.items():
+        at, runs = progress(path)
+        target = target_root / relative
+        if finished(relative, runs, done) or (target.exists() and progress(target)[0] >= at):
+            continue
+        records.atomic_write(target, lambda tmp, path=path: shutil.copyfile(path, tmp))
+        copied.append(f"{relative} (iteration {at}: {', '.join(runs)})")
+    return copied
+
+
+def save(grid: Path, state: Path = STATE) -> list[str]:
+    results = grid / "results"
+    if not results.is_dir():
+        raise FileNotFoundError(f"{results}: no grid here (scripts/paper_grid.sh start makes one)")
+    done = [results, PUBLISHED]
+    running = {r: p for r, p in checkpoints(results).items() if not finished(r, progress(p)[1], done)}
+    changes = copy_newer(running, state, done)
+    for relative, path in checkpoints(state).items():
+        if relative not in running:
+            path.unlink()
+            changes.append(f"{relative}: removed (its group finished)")
+    return changes
+
+
+def restore(grid: Path, state: Path = STATE) -> list[str]:
+    return copy_newer(checkpoints(state), grid / "results", [grid / "results", PUBLISHED])
+
+
+def resumable(grid: Path) -> list[Path]:
+    """The manifests (relative to the grid) of the unfinished runs that have a checkpoint, furthest first: the
+    grid asks Snakemake to train these first, so that a carried run resumes before new ones start."""
+    results = grid / "results"
+    done = [results, PUBLISHED]
+    found = []
+    for relative, path in checkpoints(results).items():
+        at, runs = progress(path)
+        if at > 0 and not finished(relative, runs, done):
+            study_scale = relative.parent.parent
+            found += [(at, Path("results") / study_scale / "runs" / run / "manifest.json") for run in runs]
+    return [manifest for _, manifest in sorted(found, key=lambda item: -item[0])]
+
+
+def commit(changes: list[str], repo: Path = PROJECT_ROOT) -> None:
+    """Commit grid-state/ alone, whatever else the work tree holds."""
+    subprocess.run(["git", "-C", str(repo), "add", "-A", "grid-state"], check=True)
+    staged = subprocess.run(["git", "-C", str(repo), "diff", "--cached", "--quiet", "--", "grid-state"])
+    if staged.returncode == 0:
+        return
+    message = f"grid-state: {len(changes)} unfinished groups' checkpoints carried\n\n" + "\n".join(changes)
+    subprocess.run(["git", "-C", str(repo), "commit", "-q", "-m", message, "--", "grid-state"], check=True)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("save", help="grid-state/ := the grid's checkpoints (the newer of each)")
+    s.add_argument("--from", dest="grid", type=Path, required=True, help="the grid's clone (holds results/)")
+    s.add_argument("--commit", action="store_true", help="commit grid-state/ (and nothing else)")
+    r = sub.add_parser("restore", help="copy committed checkpoints the grid lacks or has older")
+    r.add_argument("--into", dest="grid", type=Path, required=True, help="the grid's clone (holds results/)")
+    q = sub.add_parser("resumable", help="print the manifests of unfinished runs with a checkpoint, furthest first")
+    q.add_argument("--from", dest="grid", type=Path, required=True, help="the grid's clone (holds results/)")
+    args = p.parse_args(argv)
+    if args.command == "resumable":
+        print("\n".join(str(manifest) for manifest in resumable(args.grid)))
+        return 0
+    try:
+        changes = save(args.grid) if args.command == "save" else restore(args.grid)
+    except OSError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(f"{args.command}: {len(changes)} checkpoints" + "".join(f"\n  {c}" for c in changes))
+    if args.command == "save" and args.commit:
+        commit(changes)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,258 @@
+"""The project's reproduction dataset: finished paper-scale runs, published in the repository.
+
+``published/<study>/<scale>/runs/<task>/<variant>/seed<k>/`` holds a run's records (episodes, updates and
+timing parquet in records.write_parquet's compact encoding, and the manifest; no model or checkpoint, to keep
+the dataset small): episodes exactly as training wrote them, updates and timing a row per WINDOW_STEPS
+environment steps (per_window; the same rows for PPO at the paper's horizon), timing in float32
+(as_published).
+The pipeline treats a published run whose configuration digest matches as finished and copies it instead
+of training it (workflow/rules/common.smk). ``published/INDEX.csv`` lists every published run with the
+code revision, packages and machine that produced it; it is written here, never by hand.
+
+    python -m ppo.pipeline.publish --from ../ppo-grid --from /tmp/device-batch --commit   # add finished runs
+    python -m ppo.pipeline.publish --status --from ../ppo-grid                            # progress, core-hours
+    python -m ppo.pipeline.publish --sb3 results/sb3_reference --commit        # benchmarks/mujoco_sb3_reference.py runs
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from ..config.errors import ConfigError
+from ..config.files import PROJECT_ROOT
+from ..training import records
+from ..training.layout import RUN_FILES, run_dir
+from .study import is_current, load_study, shared_runs
+
+PUBLISHED = PROJECT_ROOT / "published"
+# Table 1 and Figure 3, and three checks of them: ε = 0.2 on the v4 tasks (CleanRL's version), with
+# bootstrapping at time limits (as SB3 does), and ppo2's step-steadying details on Swimmer:
+# experiments/studies/table1_v4.yaml, table1_bootstrap.yaml and swimmer_details.yaml.
+CHECKS = ("table1_v4", "table1_bootstrap", "swimmer_details")
+STUDIES = ("table1", "figure3", *CHECKS)
+# Every study with published paper-scale runs, as INDEX.csv lists them: the MuJoCo ones and the Atari study,
+# whose paper scale is trained a few games at a time (./repro atari-three, scripts/paper_grid.sh with GRID_NAME=atari).
+INDEXED = (*STUDIES, "atari")
+SCALE = "paper"
+# The dataset keeps a row of updates.parquet and timing.parquet per this many environment steps of a run:
+# one PPO iteration at the paper's horizon, about 26 of A2C's 80-step updates. A row per A2C update made
+# an A2C run 5x a PPO run's size for statistics no report reads at that resolution (the reports read
+# episodes, and of updates the last global_step and wall time), and the dataset must stay small (issue
+# 15: at most 40 MB for 336 runs). Training's own records keep a row per iteration: per-update analyses
+# (analysis/details.py's early-stop share) need them, and no published study runs those.
+WINDOW_STEPS = 2048
+INDEX_COLUMNS = ["study", "task", "variant", "seed", "status", "config_digest", "commit", "dirty", "host",
+                 "processor", "resumed_on_another_platform",
+                 "cpu_count", "python", "torch", "numpy", "mujoco", "gymnasium", "wall_seconds", "group",
+                 "finished", "sha256_episodes", "sha256_updates", "sha256_timing"]
+
+
+def per_window(rows: pd.DataFrame, window_steps: int = WINDOW_STEPS) -> pd.DataFrame:
+    """Update or timing rows of one run, one row per window of ``window_steps`` environment steps.
+
+    Window k holds the iterations that ended at global_step in ((k-1)·window_steps, k·window_steps]. A row
+    keeps its window's last ``update``, ``global_step`` and ``wall_time``; seconds add up; ``sps`` is the
+    window's steps over its seconds; ``diverged`` is whether any iteration diverged; every other statistic
+    is its mean over the window's iterations (NaN skipped). Rows that are alone in their window, as every
+    PPO iteration of 2048 steps is, come back unchanged, bit for bit."""
+    if rows.empty:
+        return rows
+    window = -(-rows["global_step"] // window_steps)
+    if window.is_unique:
+        return rows
+    rules = {"update": "last", "global_step": "last", "wall_time": "last", "diverged": "any",
+             "rollout_seconds": lambda x: x.sum(min_count=1), "optimize_seconds": lambda x: x.sum(min_count=1)}
+    how = {c: rules.get(c, "mean" if pd.api.types.is_numeric_dtype(rows[c]) and not pd.api.types.is_bool_dtype(rows[c])
+                        else "last") for c in rows.columns}
+    grouped = rows.groupby(window.to_numpy(), sort=False)
+    out = grouped.agg(how)
+    if "sps" in rows.columns:  # the window's steps over its seconds (an iteration's seconds = its steps / sps)
+        steps = rows["global_step"].diff().fillna(rows["global_step"].iloc[0])
+        seconds = steps / rows["sps"].where(rows["sps"] > 0)
+        by_window = window.to_numpy()
+        weighted = steps.groupby(by_window, sort=False).sum() / seconds.groupby(by_window, sort=False).sum()
+        out["sps"] = out["sps"].where(grouped.size().to_numpy() == 1, weighted.to_numpy())
+    kept = {c: rows[c].dtype for c in rows.columns if how[c] != "mean"}  # a mean of integers stays a float
+    return out.reset_index(drop=True)[list(rows.columns)].astype(kept)
+
+
+def as_published(table: pd.DataFrame, name: str) -> pd.DataFrame:
+    """A run's record as the dataset keeps it: episodes as trained; updates and timing a row per
+    WINDOW_STEPS (per_window); timing's wall-clock measures, which no rerun reproduces anyway, in float32
+    (7 significant digits: a tenth of a millisecond in an hour), 0.65x the bytes."""
+    if name == "episodes.parquet":
+        return table
+    table = per_window(table)
+    if name == "timing.parquet":
+        table = table.astype({c: "float32" for c in table.columns if pd.api.types.is_float_dtype(table[c])})
+    return table
+
+
+def owned_runs(studies):
+    """(study, run) for every run a study trains itself: Figure 3's PPO runs are Table 1's (shared_runs)."""
+    shared = shared_runs(studies)
+    return [(s, r) for s in studies for r in s.runs() if (s.name, r.run_id) not in shared]
+
+
+def publishable(source: Path, study, run) -> Path | None:
+    """The run's folder under ``source``/results if it finished there under today's configuration."""
+    return run_dir(source / "results", study, run) if is_current(source / "results", study, run) else None
+
+
+def index_row(study, run, folder: Path) -> dict:
+    m = json.loads((folder / "manifest.json").read_text())
+    git, host, packages = m.get("git") or {}, m.get("host") or {}, m.get("packages") or {}
+    return {"study": study.name, "task": run.task, "variant": run.variant.name, "seed": run.seed,
+            "status": m.get("status"), "config_digest": m.get("config_digest"), "commit": git.get("commit"),
+            "dirty": git.get("dirty"), "host": f"{host.get('cpu')} x{host.get('cpu_count')}",
+            # the numerics platform (docs/reproducibility.md): the same key and packages reproduce the run's bits
+            "processor": records.recorded_platform(m)["key"],
+            "resumed_on_another_platform": m.get("resumed_on_another_platform"),
+            "cpu_count": host.get("cpu_count"), "python": host.get("python"), "torch": packages.get("torch"),
+            "numpy": packages.get("numpy"), "mujoco": packages.get("mujoco"),
+            "gymnasium": packages.get("gymnasium"), "wall_seconds": m.get("wall_seconds"),
+            "group": "; ".join(m.get("group") or []),
+            **{f"sha256_{name.split('.')[0]}": (m.get("sha256") or {}).get(name) for name in records.RECORD_FILES},
+            "finished": pd.Timestamp((folder / "manifest.json").stat().st_mtime, unit="s").isoformat()}
+
+
+def publish(sources: list[Path], published: Path = PUBLISHED, studies: list | None = None) -> list[str]:
+    """Copy every finished, current run found in ``sources`` that is not yet in ``published``
+    (default: the paper-scale Table 1 and Figure 3 runs)."""
+    studies = studies or [load_study(name, SCALE) for name in STUDIES]
+    added = []
+    for study, run in owned_runs(studies):
+        if is_current(published, study, run):
+            continue
+        for source in sources:
+            folder = publishable(source, study, run)
+            if folder is None:
+                continue
+            manifest = json.loads((folder / "manifest.json").read_text())
+            changed = records.changed_record(folder, manifest)
+            if changed:
+                raise ConfigError(f"{changed}: not published")
+            target = run_dir(published, study, run)
+            for name in RUN_FILES[:-1]:
+                records.write_parquet(as_published(pd.read_parquet(folder / name), name), target / name)
+            # the manifest last: its presence means complete; its hashes are those of the published records
+            records.write_json({**manifest, "sha256": records.record_hashes(target)}, target / "manifest.json")
+            added.append(run.run_id if study.name == "table1" else f"{study.name}:{run.run_id}")
+            break
+    write_index(studies, published)
+    return added
+
+
+def publish_sb3(source: Path, published: Path = PUBLISHED) -> list[str]:
+    """Copy finished Stable-Baselines3 reference runs (benchmarks/mujoco_sb3_reference.py) not yet published."""
+    added = []
+    for manifest in sorted(source.glob("*/seed*/manifest.json")):
+        folder, target = manifest.parent, published / "sb3_reference" / manifest.parent.relative_to(source)
+        if (target / "manifest.json").exists():
+            continue
+        records.write_parquet(pd.read_parquet(folder / "episodes.parquet"), target / "episodes.parquet")
+        records.atomic_write(target / "manifest.json", lambda tmp: shutil.copyfile(manifest, tmp))
+        added.append(f"sb3_reference:{folder.relative_to(source)}")
+    return added
+
+
+def write_index(studies, published: Path = PUBLISHED) -> pd.DataFrame:
+    """INDEX.csv with the published runs of ``studies`` rewritten from their manifests; the rows of other
+    studies stay as they are."""
+    rows = [index_row(s, r, run_dir(published, s, r)) for s, r in owned_runs(studies) if is_current(published, s, r)]
+    index = pd.DataFrame(rows, columns=INDEX_COLUMNS)
+    path, key = published / "INDEX.csv", ["study", "task", "variant", "seed", "config_digest"]
+    if path.exists():
+        listed = pd.read_csv(path, dtype={"config_digest": str})
+        # "finished" is read from the manifest's file time, which a fresh clone sets to the checkout's: a run
+        # already listed keeps the time it was first published with
+        first = listed.set_index(key)["finished"]
+        earlier = index.set_index(key).index.map(lambda k: first.get(k)) if len(index) else []
+        index["finished"] = [old if isinstance(old, str) else new for old, new in zip(earlier, index["finished"])]
+        others = listed[~listed["study"].isin([s.name for s in studies])].reindex(columns=INDEX_COLUMNS)
+        index = pd.concat([others, index]) if len(others) else index
+    if len(index):
+        records.atomic_write(published / "INDEX.csv", lambda tmp: index.to_csv(tmp, index=False))
+    return index
+
+
+def status(sources: list[Path], published: Path = PUBLISHED, sb3_sources: tuple[Path, ...] = (),
+           names: tuple[str, ...] = STUDIES) -> str:
+    studies = [load_study(name, SCALE) for name in names]
+    owned = owned_runs(studies)
+    lines = []
+    for study in studies:
+        mine = [r for s, r in owned if s is study]
+        done = sum(is_current(published, study, r) for r in mine)
+        elsewhere = sum(not is_current(published, study, r) and any(publishable(src, study, r) for src in sources)
+                        for r in mine)
+        lines.append(f"{study.name}: {done} of {len(mine)} runs published, {elsewhere} more finished, not yet published")
+    sb3_published = {m.parent.relative_to(published / "sb3_reference")
+                     for m in published.glob("sb3_reference/*/seed*/manifest.json")}
+    sb3_elsewhere = {m.parent.relative_to(folder) for folder in sb3_sources
+                     for m in folder.glob("*/seed*/manifest.json")} - sb3_published
+    lines.append(f"sb3_reference: {len(sb3_published)} runs published, {len(sb3_elsewhere)} more finished, "
+                 "not yet published")
+    index = write_index(studies, published) if (published / "INDEX.csv").exists() else pd.DataFrame()
+    for name, runs in index.groupby("study", sort=False) if len(index) else ():
+        groups = runs.drop_duplicates(["group"])
+        lines.append(f"training time of {name}'s published runs: {groups['wall_seconds'].sum() / 3600:.1f} core-hours "
+                     f"({len(groups)} groups, one core each; by processor: "
+                     + ", ".join(f"{h} {w / 3600:.1f}" for h, w in groups.groupby("processor")["wall_seconds"].sum().items())
+                     + ")")
+    return "\n".join(lines)
+
+
+def uncommitted(repo: Path = PROJECT_ROOT) -> bool:
+    """Whether published/ holds changes git has not committed (new, changed or deleted files)."""
+    changes = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--", "published"],
+                             capture_output=True, text=True, check=True).stdout
+    return bool(changes.strip())
+
+
+def commit(added: list[str], repo: Path = PROJECT_ROOT) -> bool:
+    """Commit published/ alone, whatever else the work tree holds; also what an earlier publish copied but
+    did not commit (its commit met another git command's lock). Returns whether there was anything."""
+    if not uncommitted(repo):
+        return False
+    subprocess.run(["git", "-C", str(repo), "add", "published"], check=True)
+    message = (f"published: {len(added)} paper-scale runs\n\n" + "\n".join(added) if added
+               else "published: runs an earlier publish copied but did not commit")
+    subprocess.run(["git", "-C", str(repo), "commit", "-q", "-m", message, "--", "published"], check=True)
+    return True
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--from", dest="sources", type=Path, action="append", default=[],
+                   help="a folder holding results/ (a grid clone, an unpacked batch); repeatable")
+    p.add_argument("--sb3", type=Path, action="append", default=[],
+                   help="a folder of benchmarks/mujoco_sb3_reference.py runs to publish; repeatable")
+    p.add_argument("--studies", nargs="+", default=list(STUDIES), choices=INDEXED, metavar="STUDY",
+                   help=f"the studies to publish (default: {' '.join(STUDIES)}; also: atari)")
+    p.add_argument("--status", action="store_true", help="report progress only")
+    p.add_argument("--commit", action="store_true", help="commit published/ (and nothing else) after adding")
+    args = p.parse_args(argv)
+    try:
+        if args.status:
+            print(status(args.sources, sb3_sources=args.sb3, names=tuple(args.studies)))
+            return 0
+        studies = [load_study(name, SCALE) for name in args.studies]
+        added = publish(args.sources, studies=studies) + [a for folder in args.sb3 for a in publish_sb3(folder)]
+    except ConfigError as err:
+        print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
+        return 2
+    print(f"published {len(added)} runs" + "".join(f"\n  {a}" for a in added))
+    if args.commit:
+        commit(added)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""A group of runs trained as a function of (configs, seeds): the driver, its records and their layout."""

@@ -1,0 +1,127 @@
+"""Check a finished run against this machine: retrain its first updates and compare the records bit for bit.
+
+    ./repro verify published/table1/paper/runs/Hopper-v5/clip_0.2/seed0 [--updates 3]
+
+The run is rebuilt from its own manifest (config, task, seed; a record of an older config schema is read in
+today's shape, ppo.config.schema) and trained alone for its first ``--updates`` iterations on one thread, as the
+pipeline trains; its episodes and updates so far are then compared with the recorded ones. A run's records do
+not depend on the group it was trained in (tests/test_group_training.py), so one run alone reproduces it.
+
+"identical" means this machine, these packages and this code reproduce the run's floats. "differs from
+episode N" with the two numerics platforms named: a run trained on another processor (vendor and SIMD level)
+or other packages is expected to differ in the last bits from the first episode on, and is then only
+statistically equivalent (docs/reproducibility.md); on the same platform and packages, a difference means
+the code's numerics changed since the run was trained.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from ..config.errors import ConfigError
+from ..config.run_config import build_config
+from ..config.schema import current_config
+from . import records
+from .driver import RunSpec, train_group
+
+NUMERIC_PACKAGES = ("torch", "numpy", "gymnasium", "mujoco", "ale-py")
+
+
+def read_manifest(run_dir: Path) -> dict:
+    path = run_dir / "manifest.json"
+    if not path.is_file():
+        raise ConfigError(f"{path}: no manifest here; give the folder of a finished run (it holds manifest.json)")
+    try:
+        manifest = json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ConfigError(f"{path}: not a readable manifest ({type(err).__name__})") from None
+    if not isinstance(manifest, dict):
+        raise ConfigError(f"{path}: a manifest is a JSON object, this one is {type(manifest).__name__}")
+    for field, kind in (("config", dict), ("task", str), ("seed", int)):
+        if not isinstance(manifest.get(field), kind) or isinstance(manifest.get(field), bool):
+            raise ConfigError(f"{path}: field {field} is missing or not a {kind.__name__}")
+    return manifest
+
+
+def describe(platform: dict, packages: dict) -> str:
+    versions = ", ".join(f"{name} {packages.get(name)}" for name in NUMERIC_PACKAGES if packages.get(name))
+    return f"{platform.get('key')} ({platform.get('model_name')}; {versions})"
+
+
+def first_difference(recorded: pd.DataFrame, here: pd.DataFrame, what: str) -> str | None:
+    """Where two tables first differ, as one phrase naming the row (``what`` N, 1-based) and the values."""
+    if list(recorded.columns) != list(here.columns):
+        return f"the {what} tables have other columns: recorded {list(recorded.columns)}, here {list(here.columns)}"
+    for i in range(min(len(recorded), len(here))):
+        for column in recorded.columns:
+            a, b = recorded[column].iloc[i].item(), here[column].iloc[i].item()  # numpy scalars as Python's
+            if not (a == b or (pd.isna(a) and pd.isna(b))):
+                return (f"{what} {i + 1} (global step {int(recorded['global_step'].iloc[i]):,}): {column} recorded "
+                        f"{a!r}, here {b!r}")
+    if len(recorded) != len(here):
+        return f"the number of {what}s: recorded {len(recorded)}, here {len(here)}"
+    return None
+
+
+def verify(run_dir: Path, updates: int = 3) -> tuple[bool, str]:
+    """(identical, one paragraph saying what was compared and what it found)."""
+    manifest = read_manifest(run_dir)
+    source = str(run_dir / "manifest.json")
+    try:
+        settings = current_config(manifest["config"], manifest.get("config_schema", 1))
+    except ValueError as err:
+        raise ConfigError(f"{source}: field config_schema: {err}") from None
+    config = build_config(settings, source)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(int(manifest.get("torch_threads") or 1))
+    try:
+        result = train_group([RunSpec("verify", manifest["task"], config, manifest["seed"])],
+                             log=lambda _: None, max_iterations=updates)[0]
+    finally:
+        torch.set_num_threads(threads)
+    recorded_updates = pd.read_parquet(run_dir / "updates.parquet").iloc[:len(result.updates)].reset_index(drop=True)
+    last_step = int(result.updates["global_step"].iloc[-1]) if len(result.updates) else 0
+    recorded_episodes = pd.read_parquet(run_dir / "episodes.parquet")
+    recorded_episodes = recorded_episodes[recorded_episodes["global_step"] <= last_step].reset_index(drop=True)
+    there = describe(records.recorded_platform(manifest), manifest.get("packages") or {})
+    here = describe(records.numerics_platform(), records.package_versions())
+    compared = (f"{len(result.updates)} updates, {last_step:,} steps, {len(result.episodes)} episodes of "
+                f"{manifest['task']} {manifest.get('variant', config.algorithm)} seed {manifest['seed']}")
+    difference = (first_difference(recorded_episodes, result.episodes, "episode")
+                  or first_difference(recorded_updates, result.updates, "update"))
+    if difference is None:
+        return True, f"identical: the first {compared} equal the records bit for bit. Trained on {there}; here {here}."
+    same = there == here and not records.recorded_platform(manifest).get("inferred")
+    verdict = ("the same platform and packages: the code's numerics changed since this run was trained"
+               if same else "another platform or other packages: the runs are statistically equivalent, not identical "
+                            "(docs/reproducibility.md)")
+    return False, f"differs from {difference}. Compared the first {compared}. Trained on {there}; here {here}: {verdict}."
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                epilog="Exit status: 0 identical, 1 differs, 2 the run cannot be read.")
+    p.add_argument("runs", nargs="+", type=Path, help="folders of finished runs (each holds manifest.json)")
+    p.add_argument("--updates", type=int, default=3, help="iterations to retrain (default 3)")
+    args = p.parse_args(argv)
+    if args.updates < 1:
+        p.error("--updates must be at least 1")
+    status = 0
+    for run_dir in args.runs:
+        try:
+            identical, text = verify(run_dir, args.updates)
+        except (ConfigError, OSError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        print(f"{run_dir}: {text}", flush=True)
+        status = max(status, 0 if identical else 1)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
