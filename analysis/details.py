@@ -30,7 +30,7 @@ from analysis.aggregate import probability_of_improvement
 from analysis.curves import AXES, new_figure, variant_colors
 from analysis.stats import Interval, bootstrap_ci_columns, stratified_bootstrap
 from ppo.config.experiments import Claim
-from ppo.envs.gym import task_name
+from ppo.envs.family import task_name
 
 SUPPORTED, CONTRADICTED, INCONCLUSIVE = "supported", "contradicted", "inconclusive at this number of seeds"
 NOT_TESTED = "not tested at this scale: none of its tasks ran"

@@ -6,7 +6,7 @@
         --out results/benchmarks/batched_stepping.csv
 
 Per task, environment steps/s on one core, median of ``--repeats``, the three measures interleaved:
-  lockstep  ppo.envs.gym.LockstepEnvs: N gymnasium environments in a Python loop (what training steps today)
+  lockstep  ppo.envs.lockstep.LockstepEnvs: N gymnasium environments in a Python loop (what training steps today)
   batched   ppo.envs.mujoco.BatchedMujocoEnvs: the same trajectories bit for bit (tests/test_mujoco_batch.py)
   floor     mj_step(nstep=frame_skip) on N MjData with the controls set, nothing else: no observation,
             reward, time limit or reset (a fallen Hopper stays on the ground), so not the same states
@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 from throughput import group_actions, mj_step_steps_per_second, show_and_save, timed_steps  # benchmarks/throughput.py
 
-from ppo.envs.gym import LockstepEnvs
+from ppo.envs.lockstep import LockstepEnvs
 from ppo.envs.mujoco import BatchedMujocoEnvs
 
 WAYS = {

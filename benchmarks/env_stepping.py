@@ -6,7 +6,7 @@
 
 Measures (environment steps/s on one core, median of ``--repeats``, interleaved):
   single        one gymnasium env, a plain ``env.step`` loop: the simulator alone (throughput.py's ``raw``)
-  lockstep      ppo.envs.gym.LockstepEnvs with N envs (throughput.py's ``raw-N``): what training steps (plain loop, same-step auto-reset,
+  lockstep      ppo.envs.lockstep.LockstepEnvs with N envs (throughput.py's ``raw-N``): what training steps (plain loop, same-step auto-reset,
                 final observations kept for time-limit bootstrapping)
   sync_vector   gymnasium.vector.SyncVectorEnv with N envs, same-step auto-reset
   envpool       EnvPool with N envs on one thread, if installed (pip install envpool). Its MuJoCo tasks are

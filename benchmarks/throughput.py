@@ -12,7 +12,7 @@
 For each task it measures, each `--repeats` times interleaved (median reported):
   raw      gymnasium env stepped with presampled random actions (same construction as training; for an
            Atari task the 8 environments of ppo.envs.atari.AtariLockstepEnvs under the paper2017 protocol)
-  lockstep-N  the N lock-step gymnasium environments of a group (ppo.envs.gym.LockstepEnvs), random actions
+  lockstep-N  the N lock-step gymnasium environments of a group (ppo.envs.lockstep.LockstepEnvs), random actions
   batched-N   the same N environments as training steps them (ppo.envs.mujoco.BatchedMujocoEnvs: gymnasium's
               results bit for bit), random actions (MuJoCo v5 tasks)
   floor-N     what no implementation of this training can beat: MuJoCo's own mj_step for the group (no
@@ -55,7 +55,7 @@ from ppo.config.experiments import load_preset
 from ppo.config.protocols import load_protocol
 from ppo.config.run_config import build_config
 from ppo.envs.atari import AtariLockstepEnvs, is_atari
-from ppo.envs.gym import LockstepEnvs
+from ppo.envs.lockstep import LockstepEnvs
 from ppo.envs.mujoco import BatchedMujocoEnvs, supported
 
 
@@ -77,7 +77,7 @@ def raw_steps_per_second(task: str, steps: int) -> float:
 
 def raw_group_steps_per_second(task: str, n_envs: int, steps: int, batched: bool = False) -> float:
     """The environments of a group of ``n_envs`` runs with random actions: gymnasium's lock-step loop
-    (ppo.envs.gym.LockstepEnvs) or, with ``batched``, the batched path training steps (BatchedMujocoEnvs)."""
+    (ppo.envs.lockstep.LockstepEnvs) or, with ``batched``, the batched path training steps (BatchedMujocoEnvs)."""
     envs = (BatchedMujocoEnvs if batched else LockstepEnvs)(task, list(range(n_envs)))
     return timed_steps(envs, group_actions(task, n_envs, steps))
 

@@ -11,13 +11,14 @@ import pytest
 import torch
 
 import ppo.algorithms.a2c
-import ppo.envs.gym
+import ppo.envs.lockstep
 import ppo.training.driver
 from ppo.algorithms.a2c import A2C, kl_gradient_wrt_statistics, policy_gradient_wrt_statistics, trust_region_projection
 from ppo.algorithms.rollout import GroupContext
 from ppo.config.experiments import load_variant
 from ppo.config.run_config import RunConfig
 from ppo.config.settings import A2CSettings
+from ppo.envs import gym as gymnasium
 from ppo.training.driver import RunSpec, train_group
 
 # ---- a toy algorithm whose networks reduce to their output biases (every weight 0): μ(s) = b_μ, V(s) = b_V
@@ -27,7 +28,7 @@ def toy(num_runs=1, hidden=(4,), obs_dim=3, act_dim=1, **settings) -> A2C:
     cfg = RunConfig(algorithm="a2c", num_envs=1, horizon=4, total_steps=400, hidden_sizes=hidden, init="orthogonal",
                     a2c=A2CSettings(**settings))
     ctx = GroupContext(configs=[cfg] * num_runs, seeds=[{}] * num_runs,
-                       envs=SimpleNamespace(obs_dim=obs_dim, act_dim=act_dim), log=None,
+                       envs=SimpleNamespace(obs_dim=obs_dim, act_dim=act_dim), family=gymnasium.FAMILY, log=None,
                        init_gens=[torch.Generator().manual_seed(g) for g in range(num_runs)],
                        sample_gens=[torch.Generator().manual_seed(100 + g) for g in range(num_runs)])
     return A2C(ctx)
@@ -308,7 +309,7 @@ def resume_specs():
 
 
 @pytest.mark.parametrize("target, name, after_calls", [
-    (ppo.envs.gym.LockstepEnvs, "step", 8 * 7 + 3),  # inside the rollout of update 8
+    (ppo.envs.lockstep.LockstepEnvs, "step", 8 * 7 + 3),  # inside the rollout of update 8
     (ppo.algorithms.a2c, "per_run_grad_norm_clip", 7),  # inside update 7, after its backward
 ], ids=["during a rollout", "during an update"])
 def test_resume_gives_identical_records(tmp_path, monkeypatch, target, name, after_calls):

@@ -18,6 +18,7 @@ from ppo.algorithms.rollout import GroupContext, group_context
 from ppo.config.errors import ConfigError
 from ppo.config.experiments import load_variant
 from ppo.config.run_config import build_config
+from ppo.envs import atari
 from ppo.training.driver import RunSpec, train_group
 
 F64 = torch.float64
@@ -127,7 +128,8 @@ def toy(num_runs=1, num_actions=3, **acer):
     cfg = build_config({"algorithm": "acer", "num_envs": 2, "horizon": 3, "total_steps": 60, "network": "cnn_mnih2016",
                         "env_protocol": "paper2017", "acer": {"buffer_size": 30, "replay_start": 6, **acer}}, "toy")
     ctx = GroupContext(configs=[cfg] * num_runs, seeds=[{}] * num_runs,
-                       envs=SimpleNamespace(obs_shape=(4, 84, 84), num_actions=num_actions), log=None,
+                       envs=SimpleNamespace(obs_shape=(4, 84, 84), num_actions=num_actions), family=atari.FAMILY,
+                       log=None,
                        init_gens=[torch.Generator().manual_seed(g) for g in range(num_runs)],
                        sample_gens=[torch.Generator().manual_seed(100 + g) for g in range(num_runs)])
     return ACER(ctx)

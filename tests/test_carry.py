@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from killing import Killed, kill_at
 
-import ppo.envs.gym
+import ppo.envs.lockstep
 from ppo.config.run_config import RunConfig
 from ppo.config.settings import PPOSettings
 from ppo.pipeline import carry
@@ -22,7 +22,7 @@ def spec(grid):
 
 def train_until_killed(grid, monkeypatch, steps):
     with monkeypatch.context() as m:
-        kill_at(m, ppo.envs.gym.LockstepEnvs, "step", steps)
+        kill_at(m, ppo.envs.lockstep.LockstepEnvs, "step", steps)
         with pytest.raises(Killed):
             train_group([spec(grid)], log=lambda _: None, checkpoint=grid / "results" / CKPT, checkpoint_every=1)
 
@@ -40,7 +40,7 @@ def test_the_furthest_checkpoint_travels_and_a_finished_group_leaves(tmp_path, m
     assert len(carry.restore(machine_b, state)) == 1
     messages = []
     with monkeypatch.context() as m:
-        kill_at(m, ppo.envs.gym.LockstepEnvs, "step", 128 * 2 + 5)
+        kill_at(m, ppo.envs.lockstep.LockstepEnvs, "step", 128 * 2 + 5)
         with pytest.raises(Killed):
             train_group([spec(machine_b)], log=messages.append, checkpoint=machine_b / "results" / CKPT,
                         checkpoint_every=1)

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import torch
 
-import ppo.envs.gym
+import ppo.envs.lockstep
 import ppo.training.driver
 from ppo.algorithms.cem import extra_variance, generation, refit, sample_population
 from ppo.algorithms.rollout import EpisodeLog, group_context
@@ -18,7 +18,7 @@ from ppo.config.errors import ConfigError
 from ppo.config.experiments import load_preset
 from ppo.config.run_config import build_config
 from ppo.config.settings import CEMSettings
-from ppo.envs.gym import LockstepEnvs
+from ppo.envs.lockstep import LockstepEnvs
 from ppo.training.driver import RunSpec, train_group
 
 PRESET = load_preset("cem_mujoco")
@@ -255,14 +255,14 @@ def test_records_do_not_depend_on_the_group(tmp_path):
 def test_resume_gives_identical_records(tmp_path, monkeypatch):
     specs = [RunSpec("a", "Hopper-v5", TINY, 0), RunSpec("b", "Hopper-v5", TINY, 1)]
     calls = {"n": 0}
-    real = ppo.envs.gym.LockstepEnvs.step
+    real = ppo.envs.lockstep.LockstepEnvs.step
 
     def counting(self, *args, **kwargs):
         calls["n"] += 1
         return real(self, *args, **kwargs)
 
     with monkeypatch.context() as m:
-        m.setattr(ppo.envs.gym.LockstepEnvs, "step", counting)
+        m.setattr(ppo.envs.lockstep.LockstepEnvs, "step", counting)
         uninterrupted = train_group(specs, log=lambda _: None)
     total_calls = calls["n"]
 
@@ -278,7 +278,7 @@ def test_resume_gives_identical_records(tmp_path, monkeypatch):
     ckpt = tmp_path / "group.ckpt"
     calls["n"] = 0
     with monkeypatch.context() as m:
-        m.setattr(ppo.envs.gym.LockstepEnvs, "step", dying)
+        m.setattr(ppo.envs.lockstep.LockstepEnvs, "step", dying)
         with pytest.raises(Killed):
             train_group(specs, log=lambda _: None, checkpoint=ckpt, checkpoint_every=1)
     assert ckpt.exists()

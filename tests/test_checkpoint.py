@@ -9,7 +9,7 @@ import torch
 from killing import Killed, kill_at
 
 import ppo.algorithms.ppo
-import ppo.envs.gym
+import ppo.envs.lockstep
 import ppo.training.driver
 from ppo.config.run_config import RunConfig
 from ppo.config.settings import Objective, PPOSettings
@@ -35,7 +35,7 @@ def uninterrupted():
 
 
 @pytest.mark.parametrize("where, target, name, after_calls", [
-    ("during a rollout", ppo.envs.gym.LockstepEnvs, "step", 128 * 5 + 17),       # inside update 6
+    ("during a rollout", ppo.envs.lockstep.LockstepEnvs, "step", 128 * 5 + 17),       # inside update 6
     ("during an update", ppo.algorithms.ppo, "objective_terms", 8 * 4 + 3),          # inside update 5's epochs
     ("while writing a checkpoint", torch, "save", 2),                         # the second checkpoint
 ])

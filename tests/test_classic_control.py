@@ -11,10 +11,11 @@ import pytest
 import torch
 from killing import Killed, kill_at
 
-import ppo.envs.gym
+import ppo.envs.lockstep
 from ppo.config.errors import ConfigError
 from ppo.config.experiments import load_variant
-from ppo.envs.gym import LockstepEnvs, check_task, discrete_actions
+from ppo.envs.gym import check_task, discrete_actions
+from ppo.envs.lockstep import LockstepEnvs
 from ppo.nn.actor_critic import CategoricalActorCritic
 from ppo.pipeline.study import load_study
 from ppo.training.driver import RunSpec, train_group
@@ -188,7 +189,7 @@ def test_killed_group_resumes_with_identical_records(tmp_path, monkeypatch):
     uninterrupted = train_group(specs, log=lambda _: None)
     ckpt = tmp_path / "group.ckpt"
     with monkeypatch.context() as m:
-        kill_at(m, ppo.envs.gym.LockstepEnvs, "step", 256 * 5 + 117)  # inside the 6th rollout, episodes under way
+        kill_at(m, ppo.envs.lockstep.LockstepEnvs, "step", 256 * 5 + 117)  # inside the 6th rollout, episodes under way
         with pytest.raises(Killed):
             train_group(specs, log=lambda _: None, checkpoint=ckpt, checkpoint_every=2)
     assert torch.load(ckpt, weights_only=True)["envs"]["episode_actions"]  # saved as replays

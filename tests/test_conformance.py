@@ -14,7 +14,7 @@ import torch
 from killing import kill_then_resume
 
 import ppo.envs.atari
-import ppo.envs.gym
+import ppo.envs.lockstep
 from ppo.algorithms.base import ActorCriticAlgorithm
 from ppo.algorithms.rollout import group_context
 from ppo.config.experiments import load_variant
@@ -154,7 +154,7 @@ def test_a_run_killed_mid_rollout_resumes_bit_identically(spec, line, tmp_path, 
 def check_kill_and_resume(spec, cfg, tmp_path, monkeypatch):
     runs = [RunSpec("a", spec.tiny_task, cfg, 0), RunSpec("b", spec.tiny_task, cfg, 1)]
     uninterrupted = [comparable(r) for r in train_group(runs, log=lambda _: None)]
-    envs = ppo.envs.atari.AtariLockstepEnvs if cfg.is_atari else ppo.envs.gym.LockstepEnvs
+    envs = ppo.envs.atari.AtariLockstepEnvs if cfg.observation == "pixels" else ppo.envs.lockstep.LockstepEnvs
     calls = int(0.6 * cfg.total_steps / cfg.num_envs) + 3  # in a rollout after a few checkpoints
     resumed = kill_then_resume(monkeypatch, train_group, runs, tmp_path / "group.ckpt", envs, "step", calls)
     for (e1, u1, s1), (e2, u2, s2) in zip(uninterrupted, map(comparable, resumed), strict=True):

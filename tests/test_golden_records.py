@@ -83,7 +83,7 @@ def published_variants(golden: gold.Golden, algorithm_key: str) -> list[str]:
     names = []
     for path in sorted((EXPERIMENTS_DIR / "variants").glob("*.yaml")):
         cfg = load_variant(path.stem).config
-        if cfg.algorithm_key == algorithm_key and cfg.is_atari == (golden.kind == "atari"):
+        if cfg.algorithm_key == algorithm_key and (cfg.observation == "pixels") == (golden.kind == "atari"):
             names.append(path.stem)
     return names
 

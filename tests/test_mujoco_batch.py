@@ -10,10 +10,12 @@ from killing import Killed, kill_at
 
 import ppo.algorithms.rollout
 import ppo.envs.gym
+import ppo.envs.lockstep
 from ppo.config.run_config import RunConfig
 from ppo.config.settings import PPOSettings
-from ppo.envs.gym import LockstepEnvs
-from ppo.envs.mujoco import TASKS, BatchedMujocoEnvs, make_lockstep, pow2
+from ppo.envs.lockstep import LockstepEnvs
+from ppo.envs.mujoco import TASKS, BatchedMujocoEnvs, pow2
+from ppo.envs.gym import make_lockstep
 from ppo.training.driver import RunSpec, train_group
 
 SEEDS = [0, 1, 2, 3, 123456789, 4294967295]
@@ -139,7 +141,7 @@ def assert_same_records(a, b):
 def test_training_records_are_those_of_gymnasium(monkeypatch, task, time_limit):
     specs = [RunSpec(s, task, dataclasses.replace(TINY, time_limit=time_limit), i) for i, s in enumerate("ab")]
     batched = records(train_group(specs, log=lambda _: None))
-    monkeypatch.setattr(ppo.algorithms.rollout, "make_lockstep", LockstepEnvs)
+    monkeypatch.setattr(ppo.envs.gym, "make_lockstep", LockstepEnvs)
     assert_same_records(records(train_group(specs, log=lambda _: None)), batched)
     assert len(batched[0][0]) > 3  # episodes ended (Hopper falls, Reacher's time limit)
 
@@ -150,8 +152,8 @@ def test_checkpoint_of_gymnasium_environments_resumes_batched(tmp_path, monkeypa
     uninterrupted = records(train_group(specs, log=lambda _: None))
     ckpt = tmp_path / "group.ckpt"
     with monkeypatch.context() as m:
-        m.setattr(ppo.algorithms.rollout, "make_lockstep", LockstepEnvs)
-        kill_at(m, ppo.envs.gym.LockstepEnvs, "step", 128 * 4 + 17)  # inside the 5th rollout
+        m.setattr(ppo.envs.gym, "make_lockstep", LockstepEnvs)
+        kill_at(m, ppo.envs.lockstep.LockstepEnvs, "step", 128 * 4 + 17)  # inside the 5th rollout
         with pytest.raises(Killed):
             train_group(specs, log=lambda _: None, checkpoint=ckpt, checkpoint_every=1)
     messages = []

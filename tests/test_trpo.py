@@ -11,7 +11,7 @@ from torch.distributions import Normal, kl_divergence
 
 import ppo.algorithms.base
 import ppo.algorithms.trpo as trpo
-import ppo.envs.gym
+import ppo.envs.lockstep
 import ppo.training.driver
 from ppo.algorithms.base import column_slices, fit_value, policy_parameter_names
 from ppo.algorithms.rollout import collect_batch, group_context
@@ -265,7 +265,7 @@ def uninterrupted():
 
 
 @pytest.mark.parametrize("target, name, after_calls", [
-    (ppo.envs.gym.LockstepEnvs, "step", 256 * 2 + 31),  # inside the 3rd rollout
+    (ppo.envs.lockstep.LockstepEnvs, "step", 256 * 2 + 31),  # inside the 3rd rollout
     (trpo, "conjugate_gradient", 3),  # inside the 3rd policy step, after its rollout
     (ppo.algorithms.base, "fit_value", 4),  # inside the 4th iteration's value fitting
 ])

@@ -103,7 +103,7 @@ def test_a_group_resumed_on_another_processor_records_both_parts(tmp_path, monke
     out, ckpt = tmp_path / "seed0", tmp_path / "group.ckpt"
     spec = RunSpec("Hopper-v5/clip_0.2/seed0", "Hopper-v5", CFG, 0, out_dir=out)
     with monkeypatch.context() as m:
-        kill_at(m, ppo.envs.gym.LockstepEnvs, "step", 256 * 3 + 5)  # inside the 4th iteration, after a checkpoint
+        kill_at(m, ppo.envs.lockstep.LockstepEnvs, "step", 256 * 3 + 5)  # inside the 4th iteration, after a checkpoint
         with pytest.raises(Killed):
             train_group([spec], log=lambda _: None, checkpoint=ckpt, checkpoint_every=1)
     elsewhere = {**records.numerics_platform(), "key": "GenuineIntel-6-AVX512", "model_name": "Intel(R) Xeon(R)"}

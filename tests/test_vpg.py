@@ -12,13 +12,14 @@ from killing import kill_then_resume
 
 import ppo.algorithms.base
 import ppo.algorithms.vpg as vpg
-import ppo.envs.gym
+import ppo.envs.lockstep
 import ppo.training.driver
 from ppo.algorithms.rollout import EpisodeLog, GroupContext, collect_batch, derive_seeds
 from ppo.config.experiments import load_preset
 from ppo.config.run_config import build_config
 from ppo.config.settings import VPGSettings
-from ppo.envs.gym import LockstepEnvs
+from ppo.envs import gym as gymnasium
+from ppo.envs.lockstep import LockstepEnvs
 from ppo.nn.actor_critic import GaussianActorCritic
 from ppo.training.driver import RunSpec, train_group
 
@@ -160,6 +161,7 @@ def test_one_update_on_a_real_batch():
     cfg = config(horizon=512, vpg={"learning_rate": 0.05, "lr_bounds": [1e-6, 0.1]})  # a big step: KL > band
     seeds = [derive_seeds(s, 1) for s in (0, 1)]
     ctx = GroupContext(configs=[cfg, cfg], seeds=seeds, envs=LockstepEnvs("Hopper-v5", [s["envs"][0] for s in seeds]),
+                       family=gymnasium.FAMILY,
                        log=EpisodeLog(2, 1, time.perf_counter()),
                        init_gens=[torch.Generator().manual_seed(s["init"]) for s in seeds],
                        sample_gens=[torch.Generator().manual_seed(s["sampling"]) for s in seeds])
@@ -205,7 +207,7 @@ def uninterrupted():
 
 
 @pytest.mark.parametrize("target, name, after_calls", [
-    (ppo.envs.gym.LockstepEnvs, "step", 256 * 2 + 31),  # inside the 3rd rollout
+    (ppo.envs.lockstep.LockstepEnvs, "step", 256 * 2 + 31),  # inside the 3rd rollout
     (ppo.algorithms.base, "fit_value", 3),  # after the 3rd policy step (step size already adapted), before its value fit
 ])
 def test_resume_gives_identical_records(tmp_path, monkeypatch, uninterrupted, target, name, after_calls):

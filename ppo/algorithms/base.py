@@ -18,7 +18,7 @@ class ActorCriticAlgorithm:
     def __init__(self, ctx: GroupContext):
         cfg, envs = ctx.cfg, ctx.envs
         self.ctx = ctx
-        if cfg.is_atari:  # frames in [0, 255] are scaled by the network; no running normalizer
+        if ctx.family.observation == "pixels":  # frames in [0, 255] are scaled by the network; no running normalizer
             self.agent = CNNActorCritic(cfg.network, envs.obs_shape, envs.num_actions, ctx.init_gens)
             self.normalizer = None
         else:  # vector observations: separate policy and value MLPs, categorical or Gaussian by the action space
@@ -38,7 +38,7 @@ class ActorCriticAlgorithm:
     def collect(self, agent=None) -> Batch:
         """One on-policy batch per run with ``agent`` (default: the algorithm's own)."""
         agent = agent or self.agent
-        if self.normalizer is None:
+        if self.ctx.family.observation == "pixels":
             return collect_atari_batch(self.ctx, agent)
         return collect_batch(self.ctx, agent, self.normalizer, self.reward_scaler)
 

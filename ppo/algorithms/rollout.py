@@ -20,12 +20,10 @@ import cv2
 import numpy as np
 import torch
 
-from ..config.protocols import load_protocol
 from ..config.registry import specs
 from ..config.run_config import RunConfig
-from ..envs.atari import AtariLockstepEnvs
-from ..envs.gym import LockstepEnvs
-from ..envs.mujoco import make_lockstep
+from ..envs import family_of
+from ..envs.family import EnvFamily, GroupEnvs
 from ..nn.actor_critic import CategoricalActorCritic, GaussianActorCritic
 from ..nn.categorical import Categorical
 from ..nn.normalizer import ObsNormalizer, RewardScaler
@@ -92,7 +90,8 @@ class GroupContext:
 
     configs: list[RunConfig]  # per run; equal up to per-run objective settings (PPO only)
     seeds: list[dict]  # derive_seeds() per run
-    envs: LockstepEnvs | AtariLockstepEnvs  # actor i belongs to run i // num_envs
+    envs: GroupEnvs  # actor i belongs to run i // num_envs
+    family: EnvFamily  # whose environments: what the networks see, how a batch is collected
     log: EpisodeLog
     init_gens: list[torch.Generator] = field(default_factory=list)  # network initialisation, per run
     sample_gens: list[torch.Generator] = field(default_factory=list)  # exploration and minibatches, per run
@@ -112,17 +111,15 @@ def group_context(task: str, configs: list[RunConfig], root_seeds: list[int]) ->
     cfg, E = configs[0], configs[0].num_envs
     seeds = [derive_seeds(s, E) for s in root_seeds]
     env_seeds = [env_seed for sd in seeds for env_seed in sd["envs"]]
-    if cfg.is_atari:
-        envs = AtariLockstepEnvs(task, env_seeds, load_protocol(cfg.env_protocol))
-    else:  # the seven MuJoCo v5 tasks batched (gymnasium's results bit for bit), other tasks gymnasium's own
-        envs = make_lockstep(task, env_seeds)
-        takers = [name for name, spec in specs().items() if spec.discrete_mlp]
-        if envs.discrete and cfg.algorithm not in takers:
-            envs.close()
-            raise ValueError(f"{task} has discrete actions; algorithm {cfg.algorithm} is implemented for continuous "
-                             f"actions only (discrete-action tasks: {', '.join(takers)})")
+    family = family_of(task)
+    envs = family.make(task, env_seeds, cfg)
+    takers = [name for name, spec in specs().items() if spec.discrete_mlp]
+    if family.observation == "vector" and envs.discrete and cfg.algorithm not in takers:
+        envs.close()
+        raise ValueError(f"{task} has discrete actions; algorithm {cfg.algorithm} is implemented for continuous "
+                         f"actions only (discrete-action tasks: {', '.join(takers)})")
     return GroupContext(
-        configs=list(configs), seeds=seeds, envs=envs,
+        configs=list(configs), seeds=seeds, envs=envs, family=family,
         log=EpisodeLog(len(configs), E, time.perf_counter()),
         init_gens=[torch.Generator().manual_seed(sd["init"]) for sd in seeds],
         sample_gens=[torch.Generator().manual_seed(sd["sampling"]) for sd in seeds])

@@ -232,7 +232,7 @@ def load_variant(name: str, experiments_dir: Path = EXPERIMENTS_DIR, *, presets:
         raise ConfigError(f"{path}: field overrides.{replaced[0]} is set by the study's scale; remove it here")
     merged = deep_merge(deep_merge(preset.config, overrides), extra)
     config = build_config(merged, str(path) if named == preset_name else f"{path} (applied to preset {preset_name})")
-    if config.is_atari:
+    if config.env_protocol is not None:
         try:
             load_protocol(config.env_protocol, experiments_dir)
         except ConfigError as err:

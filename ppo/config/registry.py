@@ -75,7 +75,7 @@ class LearningCheck:
 
 def default_memory_mb(cfg: RunConfig, num_runs: int, total_steps: int) -> int:
     """An on-policy algorithm holds one batch per run: small for vector observations, frames for Atari."""
-    return 1000 + (500 if cfg.is_atari else 40) * num_runs
+    return 1000 + (500 if cfg.observation == "pixels" else 40) * num_runs
 
 
 @dataclass(frozen=True)

@@ -97,7 +97,7 @@ class RunConfig:
         if self.network != "mlp" and self.algorithm == "a2c" and (self.a2c.trust_region or self.a2c.return_norm):
             raise ValueError("a2c.trust_region and a2c.return_norm are implemented for MuJoCo (network 'mlp') only")
         if self.algorithm == "ppo":
-            if self.is_atari and (self.ppo.reward_norm or self.ppo.adv_recompute):
+            if self.observation == "pixels" and (self.ppo.reward_norm or self.ppo.adv_recompute):
                 raise ValueError("ppo.reward_norm and ppo.adv_recompute are implemented for MuJoCo (network 'mlp') "
                                  "only; an Atari protocol shapes the rewards itself (reward_clip, life_loss_signal)")
             if (self.num_envs * self.horizon) % self.ppo.minibatch_size:
@@ -105,8 +105,11 @@ class RunConfig:
                                  f"{self.num_envs * self.horizon}")
 
     @property
-    def is_atari(self) -> bool:
-        return self.network != "mlp"
+    def observation(self) -> str:
+        """What the network takes: "pixels" (a convolutional network: frames, scaled by the network) or
+        "vector" (MLPs, with a running normaliser). A task's environment family must give the same
+        (ppo/envs/family.py; the study checks it)."""
+        return "vector" if self.network == "mlp" else "pixels"
 
     @property
     def algorithm_key(self) -> str:

@@ -27,7 +27,8 @@ from ale_py.registration import rom_id_to_name
 from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
 
 from ..config.errors import ConfigError, show
-from ..config.protocols import AtariProtocol
+from ..config.protocols import AtariProtocol, load_protocol
+from .family import EnvFamily, task_version
 
 gym.register_envs(ale_py)  # gymnasium 1.x no longer registers the ALE ids by itself
 ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)  # as AtariEnv does, but before the first banner
@@ -240,3 +241,25 @@ def _preprocessing(env: gym.Env) -> AtariPreprocessing:
     while not isinstance(env, AtariPreprocessing):
         env = env.env
     return env
+
+
+def env_record(task: str, config) -> dict:
+    """How the run's environments were made and what the learner saw of them, for the manifest."""
+    # "ppo.atari": the module's name when Atari runs were first recorded; the value stays, so that their
+    # records and checkpoints (whose fingerprint holds this record) stay comparable
+    return {"id": task, "made_with": "ppo.atari.make_atari_env", "protocol": config.env_protocol,
+            **load_protocol(config.env_protocol).to_dict(), "time_limit_handling": config.time_limit}
+
+
+# PPO on one core, Mnih 2016 network, measured alone (docs/performance.md); A2C is faster per step. The
+# network, not the emulator, bounds an Atari run.
+SECONDS_PER_STEP = 5e-3
+
+FAMILY = EnvFamily(
+    name="atari", summary="ALE games ('ALE/<Game>-v5') under a named protocol (experiments/protocols/)",
+    owns=is_atari, check=check_atari_task,
+    make=lambda task, seeds, config: AtariLockstepEnvs(task, seeds, load_protocol(config.env_protocol)),
+    observation="pixels", discrete=lambda task: True, record=env_record, version=task_version,
+    packages=("ale-py", "opencv-python-headless"),
+    seconds_per_step=lambda task, runs, speeds: SECONDS_PER_STEP * runs,
+    limit_seconds_per_step=lambda runs: SECONDS_PER_STEP * runs)

@@ -10,8 +10,8 @@ computed for the whole group in numpy, with the same floating-point operations a
 own generator and draws, in the same order.
 
 Gymnasium stays the definition: every parameter is read from a ``gym.make`` instance of the task, and
-tests/test_mujoco_batch.py steps both side by side and requires identical results. ``make_lockstep``
-returns gymnasium's own environments for anything this module does not know.
+tests/test_mujoco_batch.py steps both side by side and requires identical results. The gymnasium family
+(ppo/envs/gym.py) uses them for the tasks ``supported`` names, gymnasium's own environments for the others.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from gymnasium.utils import seeding
 
-from .gym import LockstepEnvs
+from .lockstep import LockstepEnvs
 
 # The formulas below are those of this gymnasium release; another one falls back to its own classes
 # until tests/test_mujoco_batch.py has been run against it.

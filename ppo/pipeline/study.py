@@ -19,8 +19,8 @@ from ..config.files import EXPERIMENTS_DIR, check_keys, check_mapping, check_nam
 from ..config.protocols import load_protocol
 from ..config.registry import specs
 from ..config.schema import recorded_digest, settings_digest
-from ..envs.atari import check_atari_task, is_atari
-from ..envs.gym import check_task, discrete_actions, task_name
+from ..envs import family_of
+from ..envs.family import task_name
 from ..training.layout import RUN_FILES, run_dir, run_id
 from ..training.records import changed_record
 from .reports import REPORTS  # the analysis a study's results get
@@ -47,7 +47,7 @@ class Run:
     def config_digest(self) -> str:
         """Changes whenever the resolved config changes, so Snakemake re-runs exactly those runs."""
         settings = self.variant.config.to_dict()
-        if self.variant.config.is_atari:  # the protocol file's settings are part of what the run means
+        if self.variant.config.env_protocol is not None:  # the protocol file's settings are part of what the run means
             settings["env_protocol"] = load_protocol(self.variant.config.env_protocol).to_dict()
         return settings_digest(settings)
 
@@ -228,7 +228,7 @@ def load_study(name: str, scale: str, seeds: int | None = None, experiments_dir:
     if "tasks" in sc:
         tasks = check_name_list(sc["tasks"], task_field, path)
     for task in tasks:
-        (check_atari_task if is_atari(task) else check_task)(task, f"{path}: field {task_field}")
+        family_of(task).check(task, f"{path}: field {task_field}")
     # a scale's own list replaces the study's (a variant that cannot mean itself at that budget is left out)
     variant_field = f"scales.{scale}.variants" if "variants" in sc else "variants"
     patterns = check_name_list(sc.get("variants", data["variants"]), variant_field, path)
@@ -275,12 +275,12 @@ def load_study(name: str, scale: str, seeds: int | None = None, experiments_dir:
         if row is not None:
             rows[row] = variant
     for variant in variants:  # an Atari variant needs Atari tasks (and a MuJoCo one MuJoCo tasks)
-        wrong = [t for t in tasks if is_atari(t) != variant.config.is_atari]
+        wrong = [t for t in tasks if family_of(t).observation != variant.config.observation]
         if wrong:
-            kind = "an Atari" if variant.config.is_atari else "a vector-observation (MLP)"
+            kind = "an Atari" if variant.config.observation == "pixels" else "a vector-observation (MLP)"
             raise ConfigError(f"{path}: field {task_field}: {wrong[0]!r} cannot be trained by variant "
                               f"{variant.name} ({variant.path}), {kind} configuration (network {variant.config.network})")
-        discrete = [t for t in tasks if not is_atari(t) and discrete_actions(t)]
+        discrete = [t for t in tasks if family_of(t).observation == "vector" and family_of(t).discrete(t)]
         takers = [name for name, spec in specs().items() if spec.discrete_mlp]
         if discrete and variant.config.algorithm not in takers:
             raise ConfigError(f"{path}: field {task_field}: {discrete[0]!r} has discrete actions, which variant "

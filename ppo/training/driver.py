@@ -21,11 +21,10 @@ import pandas as pd
 import torch
 
 from ..algorithms.rollout import group_context
-from ..config.protocols import load_protocol
 from ..config.registry import algorithm_spec
 from ..config.run_config import SCHEMA_VERSION, RunConfig
 from ..config.schema import current_config
-from ..envs.gym import task_version
+from ..envs import family_of
 from . import records
 
 
@@ -237,13 +236,7 @@ def set_aside(path: Path, err: BaseException, log) -> None:
 
 def env_protocol_record(task: str, config: RunConfig) -> dict:
     """How the run's environments were made and what the learner saw of them, for the manifest."""
-    if config.is_atari:
-        # "ppo.atari": the module's name when Atari runs were first recorded; the value stays, so that their
-        # records and checkpoints (whose fingerprint holds this record) stay comparable
-        return {"id": task, "made_with": "ppo.atari.make_atari_env", "protocol": config.env_protocol,
-                **load_protocol(config.env_protocol).to_dict(), "time_limit_handling": config.time_limit}
-    return {"id": task, "made_with": "gymnasium.make(id, disable_env_checker=True)",
-            "time_limit_handling": config.time_limit, "action_clip": config.action_clip}
+    return family_of(task).record(task, config)
 
 
 def resumed_elsewhere(parts: list[dict]) -> bool | None:
@@ -265,7 +258,7 @@ def write_run(result: RunResult, model: dict, group: list[str], wall_seconds: fl
     records.write_parquet(result.timing, out / "timing.parquet")
     records.atomic_write(out / "model.pt", lambda p: torch.save(model, p))
     manifest = {
-        "run_id": spec.run_id, "algorithm": spec.config.algorithm_key, "task": spec.task, "env_version": task_version(spec.task),
+        "run_id": spec.run_id, "algorithm": spec.config.algorithm_key, "task": spec.task, "env_version": family_of(spec.task).version(spec.task),
         "seed": spec.seed, "derived_seeds": result.derived_seeds, "status": result.status,
         "diverged_at_step": result.diverged_at_step, "diverged_reason": result.diverged_reason,
         "total_steps": spec.config.total_steps, "config_schema": SCHEMA_VERSION, "config": spec.config.to_dict(),

@@ -26,7 +26,10 @@ from ..config.files import PROJECT_ROOT
 EPISODE_COLUMNS = ["global_step", "episode_return", "episode_length"]
 TIMING_COLUMNS = ["update", "global_step", "sps", "rollout_seconds", "optimize_seconds", "wall_time"]
 RECORD_FILES = ("episodes.parquet", "updates.parquet", "timing.parquet")  # a run's records, hashed in its manifest
-PACKAGES = ["torch", "numpy", "gymnasium", "mujoco", "ale-py", "box2d", "pandas", "pyarrow", "scipy", "snakemake"]
+# what a run's numbers depend on: torch and numpy, each environment family's packages (ppo/envs/<family>.py
+# FAMILY.packages; tests/test_env_families.py checks they are here), the records' and the pipeline's
+PACKAGES = ["torch", "numpy", "gymnasium", "mujoco", "ale-py", "box2d", "pandas", "pyarrow", "scipy", "snakemake",
+            "opencv-python-headless"]
 
 
 def atomic_write(path: Path, write) -> None:

@@ -47,7 +47,7 @@ import torch  # noqa: E402
 import ppo  # noqa: E402
 from ppo.config.experiments import load_variant  # noqa: E402
 from ppo.config.run_config import SCHEMA_VERSION  # noqa: E402
-from ppo.envs.gym import task_version  # noqa: E402
+from ppo.envs.family import task_version  # noqa: E402
 from ppo.pipeline.study import Run  # noqa: E402
 from ppo.training import records  # noqa: E402
 from ppo.training.driver import RunSpec, train_group  # noqa: E402

@@ -11,8 +11,8 @@ os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get(
 
 from ppo.config.errors import ConfigError
 from ppo.config.registry import algorithm_spec
-from ppo.envs.atari import is_atari
-from ppo.envs.gym import task_name
+from ppo.envs import family_of
+from ppo.envs.family import task_name
 from ppo.pipeline import study as ppo_study
 from ppo.pipeline.study import load_study, plan_groups, shared_runs
 from ppo.training import layout
@@ -28,7 +28,8 @@ except ConfigError as err:
 
 # The paper-scale Atari study is 441 runs of about 5 hours each (a cluster's work): it runs only when
 # asked for alone, never as part of a list such as the default one.
-if config["scale"] == "paper" and len(STUDIES) > 1 and any(is_atari(t) for s in STUDIES for t in s.tasks):
+if config["scale"] == "paper" and len(STUDIES) > 1 and any(family_of(t).name == "atari"
+                                                           for s in STUDIES for t in s.tasks):
     raise WorkflowError(
         "scale=paper with the Atari study in a list of studies: Atari at paper scale is 441 runs of about 5 h "
         "each, meant for a cluster. MuJoCo paper scale (Table 1 and Figure 3): --config 'studies=[table1,figure3]' "
@@ -136,18 +137,11 @@ def random_score(task):
 
 
 def expected_seconds(study, group):
-    """Rough single-core time of a training job: env steps over the simulator's speed, times ~3 for
-    learning. Only its ordering matters (longest jobs start first); unknown tasks count as the slowest.
-    Atari runs are bound by their convolutional network, not the emulator: ~5 ms per step and run."""
-    if is_atari(group.task):
-        return ATARI_SECONDS_PER_STEP * len(group.runs) * study.total_steps
+    """Rough single-core time of a training job, as the task's environment family estimates it from the
+    simulator speeds measured in the pipeline config (ppo/envs/<family>.py FAMILY.seconds_per_step). Only
+    its ordering matters: the longest jobs start first."""
     speeds = config.get("sim_steps_per_second") or {}
-    speed = speeds.get(group.task, min(speeds.values(), default=10_000))
-    return 3 * len(group.runs) * study.total_steps / speed
-
-
-# PPO on one core, Mnih 2016 network, measured alone (docs/performance.md); A2C is faster per step
-ATARI_SECONDS_PER_STEP = 5e-3
+    return family_of(group.task).seconds_per_step(group.task, len(group.runs), speeds) * study.total_steps
 
 
 def memory_mb(study, group):
@@ -158,8 +152,7 @@ def memory_mb(study, group):
 
 
 def runtime_minutes(study, group):
-    """A job's time limit on a cluster: 2x the slowest measured rate (docs/performance.md: MuJoCo 1.0 ms per
-    step for a run alone, 0.39 ms per run and step in a group of 33; Atari 5 ms per run and step)."""
-    if is_atari(group.task):
-        return max(10, int(2 * expected_seconds(study, group) / 60))
-    return max(10, int(2 * study.total_steps * (0.63e-3 + 0.37e-3 * len(group.runs)) / 60))
+    """A job's time limit on a cluster: 2x the slowest rate its family measured (FAMILY.limit_seconds_per_step,
+    docs/performance.md)."""
+    per_step = family_of(group.task).limit_seconds_per_step(len(group.runs))
+    return max(10, int(2 * study.total_steps * per_step / 60))

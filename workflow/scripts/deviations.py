@@ -17,7 +17,7 @@ from analysis.report_tables import write_table  # noqa: E402
 from ppo.config.errors import ConfigError  # noqa: E402
 from ppo.config.files import EXPERIMENTS_DIR, read_yaml  # noqa: E402
 from ppo.envs.atari import is_atari  # noqa: E402
-from ppo.envs.gym import task_family  # noqa: E402
+from ppo.envs.gym import task_suite  # noqa: E402
 from ppo.pipeline.study import load_study  # noqa: E402
 
 
@@ -58,7 +58,7 @@ def deviations(study) -> pd.DataFrame:
                 value = value.get(key) if isinstance(value, dict) else None
             rows.append({"preset": preset.name, "setting": setting, "value": shown(value),
                          "paper_states_it": bool(choice["paper_states"]), "source_of_choice": choice["source"]})
-    for name in sorted({v.config.env_protocol for v in study.variants if v.config.is_atari}):
+    for name in sorted({v.config.env_protocol for v in study.variants if v.config.env_protocol is not None}):
         path = EXPERIMENTS_DIR / "protocols" / f"{name}.yaml"
         protocol = read_yaml(path)  # already validated by load_study, via the variants' configs
         for setting, value in protocol["settings"].items():
@@ -69,7 +69,7 @@ def deviations(study) -> pd.DataFrame:
                      "source_of_choice": f"the variants name preset {named}; study {study.name} applies their "
                                          f"overrides to {used} instead (its field presets)"})
     atari = any(is_atari(t) for t in study.tasks)
-    classic = not atari and not all(task_family(t) == "MuJoCo" for t in study.tasks)
+    classic = not atari and not all(task_suite(t) == "MuJoCo" for t in study.tasks)
     rows.append({"preset": "(study)", "setting": "tasks", "value": ", ".join(study.tasks), "paper_states_it": False,
                  "source_of_choice": "paper: gym's 2017 Atari ids, whose names fixed some protocol settings; here "
                                      "ale-py's ALE/<Game>-v5 with every setting from the protocol" if atari else
