@@ -355,6 +355,7 @@ LEARN = config(total_steps=40_000, num_envs=20, hidden_sizes=[8],
                cem={"elite_fraction": 0.2, "extra_noise": 0.01, "extra_noise_decay_generations": 100})
 
 
+@pytest.mark.slow
 def test_cem_learns_inverted_pendulum(tmp_path):
     run = train_group([RunSpec("seed0", "InvertedPendulum-v5", LEARN, 0, out_dir=tmp_path)], log=lambda _: None)[0]
     up = run.updates

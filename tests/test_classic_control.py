@@ -204,6 +204,7 @@ def test_killed_group_resumes_with_identical_records(tmp_path, monkeypatch):
 
 # ---- it learns ---------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_ppo_on_the_classic_preset_learns_cartpole():
     """PPO with clipping (ε = 0.2) on ppo_classic, 12 updates of 2048 steps: from random play (≈ 22 per
     episode) to CartPole's last 20 episodes averaging over 200 (500 = never falls) in every seed. Measured

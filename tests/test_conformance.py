@@ -166,6 +166,7 @@ def check_kill_and_resume(spec, cfg, tmp_path, monkeypatch):
 # ---------------------------------------------------------------- it learns
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec, check", CHECKS, ids=CHECK_IDS)
 def test_it_learns(spec, check):
     cfg = variant_config(check.variant, {**check.overrides, "total_steps": check.steps})

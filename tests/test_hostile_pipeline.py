@@ -16,6 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 from clear_stale_lock import clear_stale_lock  # noqa: E402
 
+pytestmark = pytest.mark.integration  # runs Snakemake, SLURM or a shell command: minutes
+
 
 def shell_commands() -> list[tuple[str, str]]:
     """(rule file, shell command text) for every shell: directive of the workflow."""

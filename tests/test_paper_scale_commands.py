@@ -5,6 +5,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.integration  # runs Snakemake, SLURM or a shell command: minutes
+
 ROOT = Path(__file__).resolve().parent.parent
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--directory", str(ROOT), "--snakefile",
              str(ROOT / "workflow" / "Snakefile"), "-n", "--quiet", "rules"]

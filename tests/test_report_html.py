@@ -25,9 +25,9 @@ STUDY_DIR = "results/table1/smoke"
 # whenever the pipeline writes them.
 REQUIRED_TABLES = {"table1", "table1_per_task", "per_task_clip0.2", "deviations", "random_scores", "provenance"}
 
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(),
+pytestmark = [pytest.mark.integration, pytest.mark.skipif(not CHROMIUM.exists(),
                                 reason=f"{CHROMIUM} not found: the report test needs headless Chromium "
-                                       "(Debian: apt-get install chromium)")
+                                       "(Debian: apt-get install chromium)")]
 
 
 def _load(name, path):

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration  # runs Snakemake, SLURM or a shell command: minutes
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -17,6 +17,8 @@ from ppo.pipeline.rlhf_study import find_run
 from ppo.pipeline.study import load_study, plan_groups
 from ppo.rlhf import train as rlhf_train
 
+pytestmark = pytest.mark.integration  # runs Snakemake, SLURM or a shell command: minutes
+
 ROOT = Path(__file__).resolve().parent.parent
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 TINY = ["updates=3", "batch_size=16", "minibatch_size=8", "epochs=1", "sft.steps=20", "sft.batch_size=32",

@@ -22,9 +22,9 @@ SEARCH_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"]
 NEEDED = ("munged", "mungekey", "slurmctld", "slurmd", "slurmdbd", "sbatch", "squeue", "scancel", "sacct",
           "sacctmgr", "mariadbd", "mariadb-install-db")
 MISSING = [b for b in NEEDED if shutil.which(b, path=SEARCH_PATH) is None]
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.integration, pytest.mark.skipif(
     bool(MISSING), reason=f"SLURM is not installed (missing {', '.join(MISSING)}); "
-                          "`scripts/slurm_cluster.sh install` or .ci/run installs it")
+                          "`scripts/slurm_cluster.sh install` or .ci/run installs it")]
 
 STUDY, SCALE = "table1", "smoke"
 # The shorter of the smoke study's two training jobs: its retry overlaps the other job, saving a minute.

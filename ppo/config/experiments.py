@@ -8,6 +8,7 @@ aliases); unknown keys are refused with the file and field named.
 """
 from __future__ import annotations
 
+import csv
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError, check_name, is_number, show
-from .files import EXPERIMENTS_DIR, check_keys, deep_merge, read_yaml
+from .files import EXPERIMENTS_DIR, PROJECT_ROOT, check_keys, deep_merge, read_yaml
 from .protocols import load_protocol
 from .run_config import RunConfig, build_config, is_setting
 
@@ -160,11 +161,14 @@ class Variant:
     preset: Preset
     overrides: dict
     config: RunConfig  # preset + overrides, resolved (total_steps is set per study scale)
-    paper_row: dict | None  # matching row of reference/ppo2017_table1.csv, if any
+    paper_row: dict | None  # its row of reference/ppo2017_table1.csv (paper_row: true), derived from the objective
     path: Path
     description: str | None = None  # the claim the variant tests, in a sentence or two (optional)
     named_preset: str = ""  # the preset the variant file names, when a study put another in its place
     claim: Claim | None = None  # the same claim, machine-readable (optional; never part of the run's settings)
+
+
+TABLE1_REFERENCE = PROJECT_ROOT / "reference" / "ppo2017_table1.csv"
 
 
 def table1_row(config: RunConfig) -> dict[str, str] | None:
@@ -184,20 +188,27 @@ def table1_row(config: RunConfig) -> dict[str, str] | None:
     return {"setting": "fixed_kl", "param": f"beta={o.kl_beta:g}"}
 
 
-def check_paper_row(paper_row: dict, overrides: dict, config: RunConfig, path: Path) -> None:
-    """A variant's paper_row must be the Table 1 row its overrides make, and they may change only the
-    surrogate: the report prints the paper's number beside ours on the strength of this claim."""
-    derived = table1_row(config)
-    if derived != paper_row:
-        what = (f"Table 1's row {{setting: {derived['setting']}, param: {derived['param']!r}}}" if derived
-                else "no row of Table 1")
-        raise ConfigError(f"{path}: field paper_row {{setting: {paper_row['setting']}, param: "
-                          f"{paper_row['param']!r}}} does not match the variant's objective, which is {what}")
+def table1_rows() -> set[tuple[str, str]]:
+    """(setting, param) of every row of the paper's Table 1 (reference/ppo2017_table1.csv)."""
+    with open(TABLE1_REFERENCE, newline="") as f:
+        return {(row["setting"], row["param"]) for row in csv.DictReader(f)}
+
+
+def paper_row_of(overrides: dict, config: RunConfig, path: Path) -> dict[str, str]:
+    """The Table 1 row a variant with ``paper_row: true`` is: the one its objective makes (table1_row), which
+    must be a row of the paper's table; and its overrides may change only the surrogate, since the report
+    prints the paper's number beside ours on the strength of this."""
+    row = table1_row(config)
+    if row is None or (row["setting"], row["param"]) not in table1_rows():
+        what = f"{{setting: {row['setting']}, param: {row['param']!r}}}" if row else "no surrogate of Table 1"
+        raise ConfigError(f"{path}: field paper_row: the variant's objective is {what}, which is not a row of "
+                          f"Table 1 ({TABLE1_REFERENCE.relative_to(PROJECT_ROOT)})")
     ppo_overrides = overrides.get("ppo", {})
     other = sorted(set(overrides) - {"ppo"}) or sorted(f"ppo.{k}" for k in set(ppo_overrides) - {"objective"})
     if other:
         raise ConfigError(f"{path}: field overrides.{other[0]}: a variant with a paper_row may change only "
                           "ppo.objective (Table 1 varies the surrogate alone); remove paper_row or the override")
+    return row
 
 
 def load_variant(name: str, experiments_dir: Path = EXPERIMENTS_DIR, *, presets: dict[str, str] | None = None,
@@ -237,17 +248,13 @@ def load_variant(name: str, experiments_dir: Path = EXPERIMENTS_DIR, *, presets:
             load_protocol(config.env_protocol, experiments_dir)
         except ConfigError as err:
             raise ConfigError(f"{path}: field env_protocol: {err}") from None
-    paper_row = data.get("paper_row")
-    if paper_row is not None and not isinstance(paper_row, dict):
-        raise ConfigError(f"{path}: field paper_row must be a mapping {{setting, param}}, got {show(paper_row)}")
-    if paper_row is not None:
-        check_keys(paper_row, {"setting", "param"}, {"setting", "param"}, path)
-        for key, value in paper_row.items():  # written to every manifest, read back by the reports
-            if not isinstance(value, str) or len(value) > MAX_LABEL or not value.isprintable():
-                raise ConfigError(f"{path}: field paper_row.{key} must be one line of text, got {show(value)}")
-        check_paper_row(paper_row, overrides, config, path)
+    paper_row = data.get("paper_row", False)
+    if not isinstance(paper_row, bool):
+        raise ConfigError(f"{path}: field paper_row must be true or false (the row of Table 1 is the one the "
+                          f"variant's objective makes), got {show(paper_row)}")
+    row = paper_row_of(overrides, config, path) if paper_row else None
     claim = load_claim(data["claim"], path, config) if data.get("claim") is not None else None
-    return Variant(name, data["label"], preset, overrides, config, paper_row, path,
+    return Variant(name, data["label"], preset, overrides, config, row, path,
                    description=" ".join(description.split()) if description else None,
                    named_preset=named if named != preset_name else "", claim=claim)
 
