@@ -7,6 +7,7 @@ import shutil
 import pytest
 
 from ppo.config.errors import ConfigError
+from ppo.config import experiments as experiment_files
 from ppo.config.experiments import load_preset
 from ppo.config.files import EXPERIMENTS_DIR
 from ppo.config.run_config import ALGORITHM_SETTINGS, RunConfig, build_config
@@ -127,3 +128,17 @@ def test_every_field_refuses_a_huge_value_in_one_short_line(preset):
                 message = str(err.value)
                 assert "\n" not in message and len(message) <= 400, (path, f.name, message[:500])
                 assert message.startswith("x.yaml: ") and f.name in message, (path, f.name, message)
+
+
+@pytest.mark.parametrize("content, says", [("not,the\nreference,file\n", "lacks field setting or param"),
+                                           ("", "has no rows"), ("setting,param,value\n", "has no rows")])
+def test_a_table1_reference_without_its_rows_is_one_line(tmp_path, monkeypatch, content, says):
+    """Variants with paper_row: true name a row of reference/ppo2017_table1.csv; a damaged file says so."""
+    reference = tmp_path / "ppo2017_table1.csv"
+    reference.write_text(content)
+    monkeypatch.setattr(experiment_files, "TABLE1_REFERENCE", reference)
+    with pytest.raises(ConfigError) as err:
+        experiment_files.load_variant("clip_0.2")
+    message = str(err.value)
+    assert "\n" not in message and message.startswith(str(reference))
+    assert says in message

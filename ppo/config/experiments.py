@@ -190,8 +190,17 @@ def table1_row(config: RunConfig) -> dict[str, str] | None:
 
 def table1_rows() -> set[tuple[str, str]]:
     """(setting, param) of every row of the paper's Table 1 (reference/ppo2017_table1.csv)."""
-    with open(TABLE1_REFERENCE, newline="") as f:
-        return {(row["setting"], row["param"]) for row in csv.DictReader(f)}
+    try:
+        with open(TABLE1_REFERENCE, newline="") as f:
+            rows = list(csv.DictReader(f))
+    except (OSError, UnicodeDecodeError, csv.Error) as err:
+        raise ConfigError(f"{TABLE1_REFERENCE}: cannot be read ({type(err).__name__}); it defines Table 1's rows, "
+                          "which variants with paper_row: true name") from None
+    if not rows or not {"setting", "param"} <= set(rows[0]):
+        what = "has no rows" if not rows else "lacks field setting or param"
+        raise ConfigError(f"{TABLE1_REFERENCE}: {what}; it defines Table 1's rows, which variants with "
+                          "paper_row: true name")
+    return {(row["setting"], row["param"] or "") for row in rows}
 
 
 def paper_row_of(overrides: dict, config: RunConfig, path: Path) -> dict[str, str]:
