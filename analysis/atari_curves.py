@@ -12,7 +12,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 
 from analysis.atari import task_game
-from analysis.curves import learning_curves, new_figure, variant_colors
+from analysis.curves import new_figure, resample_runs, variant_colors
 from analysis.io import RunDataError
 
 
@@ -21,18 +21,16 @@ def default_games(manifests: pd.DataFrame, limit: int = 6) -> list[str]:
     return sorted(manifests["game"].unique())[:limit]
 
 
-def learning_curves_frames(
+def seed_curves_frames(
     episodes: pd.DataFrame,
     manifests: pd.DataFrame,
     games: Sequence[str],
     n_points: int = 100,
     smooth: int = 10,
-    n_resamples: int = 2_000,
-    seed: int = 0,
 ) -> pd.DataFrame:
-    """:func:`analysis.curves.learning_curves` over emulator frames for ``games``: each run's steps
-    (episodes, ``total_steps``, ``diverged_at_step``) are scaled by its frame skip; the x column is
-    ``frames``. Columns ``game, task, variant, variant_label, frames, mean, ci_low, ci_high, n_runs``."""
+    """Every run's curve (:func:`analysis.curves.resample_runs`) over emulator frames for ``games``: each
+    run's steps (episodes, ``total_steps``, ``diverged_at_step``) are scaled by its frame skip. Long format,
+    columns ``game, task, variant, variant_label, run_id, seed, frames, value`` (NaN past a run's end)."""
     unknown = sorted(set(games) - set(manifests["game"]))
     if unknown:
         raise RunDataError(f"game(s) {unknown} chosen for the curves are not in the study "
@@ -44,14 +42,30 @@ def learning_curves_frames(
             runs[column] = pd.to_numeric(runs[column], errors="coerce") * runs["frame_skip"].astype(float)
     eps = episodes[episodes["run_id"].isin(runs["run_id"])].copy()
     eps["global_step"] = eps["global_step"].to_numpy(dtype=float) * eps["run_id"].map(skip).to_numpy(dtype=float)
-    curves = learning_curves(eps, runs, "global_step", n_points, smooth, n_resamples, seed=seed)
-    curves = curves.rename(columns={"global_step": "frames"})
-    curves.insert(0, "game", curves["task"].map(task_game))
-    return curves
+    per_seed = resample_runs(eps, runs, "global_step", n_points, smooth).rename(columns={"global_step": "frames"})
+    per_seed.insert(0, "game", per_seed["task"].map(task_game))
+    return per_seed
 
 
-def plot_atari_curves(curves: pd.DataFrame, path: str | Path, title: str) -> Path:
-    """One panel per game, one line per variant with its band, x = emulator frames; saved with Agg."""
+def mean_curves(per_seed: pd.DataFrame) -> pd.DataFrame:
+    """The mean over the runs that reach each grid point, and how many do (``n_runs``). No band: over 3 seeds
+    a bootstrap band is their range, so the figure draws the seeds themselves."""
+    keys = ["game", "task", "variant", "variant_label", "frames"]
+    present = per_seed.dropna(subset=["value"])
+    grouped = present.groupby(keys, sort=True)["value"]
+    means = grouped.agg(mean="mean", n_runs="size").reset_index()
+    grid = per_seed[keys].drop_duplicates()
+    out = grid.merge(means, on=keys, how="left")
+    out["n_runs"] = out["n_runs"].fillna(0).astype(int)
+    return out.sort_values(keys, kind="stable").reset_index(drop=True)
+
+
+def plot_atari_curves(per_seed: pd.DataFrame, path: str | Path, title: str,
+                      paper: pd.DataFrame | None = None) -> Path:
+    """One panel per game; per variant a thin line per seed and a thick line for their mean, and dashed the
+    paper's Table 6 score when ``paper`` (columns game, variant, paper_mean: table6's rows) is given;
+    x = emulator frames; saved with Agg."""
+    curves = mean_curves(per_seed)
     games = list(dict.fromkeys(sorted(curves["game"])))
     variants = sorted(curves["variant"].unique())
     labels = curves.groupby("variant")["variant_label"].first()
@@ -65,8 +79,14 @@ def plot_atari_curves(curves: pd.DataFrame, path: str | Path, title: str) -> Pat
             line = curves[(curves["game"] == game) & (curves["variant"] == variant)]
             if line.empty:
                 continue
-            ax.plot(line["frames"], line["mean"], color=colors[variant], lw=1.4, label=labels[variant])
-            ax.fill_between(line["frames"], line["ci_low"], line["ci_high"], color=colors[variant], alpha=0.2, lw=0)
+            seeds = per_seed[(per_seed["game"] == game) & (per_seed["variant"] == variant)]
+            for _, run in seeds.groupby("run_id", sort=True):
+                ax.plot(run["frames"], run["value"], color=colors[variant], lw=0.7, alpha=0.45)
+            ax.plot(line["frames"], line["mean"], color=colors[variant], lw=1.8, label=labels[variant])
+            if paper is not None:
+                value = paper.loc[(paper["game"] == game) & (paper["variant"] == variant), "paper_mean"]
+                if len(value):
+                    ax.axhline(float(value.iloc[0]), color=colors[variant], lw=1.0, ls="--")
         if not np.isfinite(curves.loc[curves["game"] == game, "mean"].to_numpy(dtype=float)).any():
             ax.text(0.5, 0.5, "no finished episode yet", ha="center", va="center", transform=ax.transAxes)
         ax.set_xlim(0, max(1.0, float(curves.loc[curves["game"] == game, "frames"].max())))
@@ -75,7 +95,9 @@ def plot_atari_curves(curves: pd.DataFrame, path: str | Path, title: str) -> Pat
         ax.set_ylabel("raw game score per episode")
     for ax in axes[len(games):]:
         ax.set_visible(False)
-    handles = [Line2D([], [], color=colors[v], lw=2, label=labels[v]) for v in variants]
+    handles = [Line2D([], [], color=colors[v], lw=2, label=f"{labels[v]} (mean; thin: each seed)") for v in variants]
+    if paper is not None and len(handles):
+        handles.append(Line2D([], [], color="grey", lw=1.0, ls="--", label="the paper's Table 6 score (40M frames)"))
     if handles:
         fig.legend(handles=handles, loc="outside lower center", ncols=min(4, len(variants)), fontsize="small")
     # A long budget line would run off a narrow figure: wrap every title line to its width.

@@ -2,8 +2,11 @@
 loaders give the inputs. Pure functions of the loaded records and the reference CSVs:
 
 - :func:`run_scores` one row per run: scores (1) and (2), episodes, steps and frames trained;
-- :func:`table6` one row per game and variant: mean over seeds of score (2) with a 95% percentile
-  bootstrap interval over seeds, beside the paper's value for that algorithm;
+- :func:`table6` one row per game and variant: each seed's score (2), their mean with a 95% Student-t
+  interval (n − 1 degrees of freedom: honest at 3 seeds, where a bootstrap interval is their range), beside
+  the paper's value for that algorithm;
+- :func:`verdicts` one line per game and variant: reproduced or not, against the paper's value and against an
+  independent reproduction with the same wrappers (Welch's interval of the difference);
 - :func:`win_counts` (Table 2) per metric, the games each variant wins (highest mean over seeds among
   the variants present; an exact tie counts as ``tie``), beside the paper's counts;
 - :func:`human_normalized` and :func:`aggregate_table`: (score − random) / (human − random) per run and
@@ -28,7 +31,7 @@ from analysis.aggregate import aggregate_metrics
 from analysis.atari import ALGORITHMS, LAST_100, PAPER, SCORE_COLUMNS, TIE, WINDOW, human_table_source, lookup
 from analysis.references import NOT_STATED, SAME_METRIC, algo_rows, format_steps, reference_metric
 from analysis.scores import final_scores
-from analysis.stats import bootstrap_ci, mean
+from analysis.stats import t_interval, welch_difference
 
 RUN_COLUMNS = [
     "run_id", "game", "task", "algorithm", "variant", "variant_label", "seed", "status", "frame_skip",
@@ -36,8 +39,13 @@ RUN_COLUMNS = [
 ]
 TABLE6_COLUMNS = [
     "game", "task", "algorithm", "variant", "variant_label", "frames", "paper_frames", "n_seeds", "n_unscored",
-    "n_diverged", "min_last_episodes", "our_mean", "our_ci_low", "our_ci_high", "paper_mean", "our_hns",
-    "paper_hns",
+    "n_diverged", "min_last_episodes", "per_seed", "seed_min", "seed_max", "our_mean", "our_ci_low", "our_ci_high",
+    "paper_mean", "our_all_mean", "our_hns", "paper_hns",
+]
+VERDICT_COLUMNS = [
+    "game", "algorithm", "variant", "variant_label", "n_seeds", "frames", "per_seed", "our_mean", "our_ci_low",
+    "our_ci_high", "paper_mean", "ref_algo", "ref_mean", "ref_sd", "ref_n", "diff_vs_ref", "diff_ci_low",
+    "diff_ci_high", "verdict",
 ]
 TABLE2_COLUMNS = [
     "scoring_metric", "winner", "variant", "variant_label", "our_wins", "paper_wins", "paper_table6_wins",
@@ -54,8 +62,8 @@ AGGREGATE_COLUMNS = [
 ]
 REFERENCE_TABLE_COLUMNS = [
     "game", "algorithm", "variant", "variant_label", "frames", "n_seeds", "our_mean", "our_ci_low", "our_ci_high",
-    "paper_mean", "n_refs", "ref_source", "ref_algo", "ref_frames_or_steps", "ref_score", "ref_metric",
-    "ref_note", "comparable",
+    "paper_mean", "n_refs", "ref_source", "ref_algo", "ref_frames_or_steps", "ref_score", "ref_sd", "ref_n",
+    "diff_vs_ref", "diff_ci_low", "diff_ci_high", "ref_metric", "ref_note", "comparable",
 ]
 NO_REFERENCE = "no published reference in reference/atari_reference_scores.csv"
 _REF_ENV = re.compile(r"\benv ([A-Za-z0-9/_.-]+)")
@@ -111,16 +119,20 @@ def _competitor_names(scores: pd.DataFrame) -> pd.Series:
     return pd.Series(np.where(shared, pairs.index, pairs.to_numpy()), index=pairs.index)
 
 
+def per_seed_text(seeds: Sequence[int], values: Sequence[float]) -> str:
+    """Each seed's score in seed order, as the tables print it: ``s0 12.5, s1 30.0``."""
+    return ", ".join(f"s{int(seed)} {value:,.1f}" for seed, value in sorted(zip(seeds, values)))
+
+
 def table6(
     scores: pd.DataFrame,
     paper: pd.DataFrame,
     random_human: pd.DataFrame | None = None,
-    n_resamples: int = 10_000,
-    seed: int = 0,
     paper_frames: float = PAPER["frames"],
 ) -> pd.DataFrame:
-    """Per game and variant (:data:`TABLE6_COLUMNS`): mean over seeds of score (2) with its 95% percentile
-    bootstrap interval over seeds (NaN with one seed), beside the paper's Table 6 value of its algorithm.
+    """Per game and variant (:data:`TABLE6_COLUMNS`): each seed's score (2) (``per_seed``, ``seed_min``,
+    ``seed_max``), their mean with its 95% Student-t interval (NaN with one seed), beside the paper's Table 6
+    value of its algorithm; ``our_all_mean`` is the mean over seeds of score (1), Table 2's other metric.
 
     ``frames`` is the most any seed trained (a diverged run trains fewer: ``n_diverged``); ``n_seeds``
     counts scored runs, ``n_unscored`` runs without a finished episode; ``min_last_episodes`` is the fewest
@@ -131,11 +143,8 @@ def table6(
         ref = lookup(paper, game, "Table 6")
         algorithm = group["algorithm"].iloc[0]
         scored = group[np.isfinite(group["score_last"].to_numpy(dtype=float))]
-        if len(scored):
-            ci = bootstrap_ci(scored["score_last"].to_numpy(), mean, n_resamples, seed=seed)
-            point, low, high = ci.point, ci.low, ci.high
-        else:
-            point = low = high = math.nan
+        values = scored["score_last"].to_numpy(dtype=float)
+        point, low, high = t_interval(values) if len(values) else (math.nan, math.nan, math.nan)
         hns = paper_hns = math.nan
         if random_human is not None:
             scale = lookup(random_human, game, "human normalisation")
@@ -154,15 +163,121 @@ def table6(
                 "n_unscored": len(group) - len(scored),
                 "n_diverged": int((scored["status"] == "diverged").sum()),
                 "min_last_episodes": int(scored["n_last"].min()) if len(scored) else 0,
+                "per_seed": per_seed_text(scored["seed"], values),
+                "seed_min": float(values.min()) if len(values) else math.nan,
+                "seed_max": float(values.max()) if len(values) else math.nan,
                 "our_mean": point,
                 "our_ci_low": low,
                 "our_ci_high": high,
                 "paper_mean": float(ref[algorithm]),
+                "our_all_mean": float(scored["score_all"].mean()) if len(scored) else math.nan,
                 "our_hns": hns,
                 "paper_hns": paper_hns,
             }
         )
     return _sorted(pd.DataFrame(rows, columns=TABLE6_COLUMNS), ["game", "variant"])
+
+
+# A reference row's "± X = std across seeds" with its number of seeds. CleanRL's benchmark pages
+# (docs/benchmark/*.md) are written by openrlbenchmark's rlops.py: per seed the mean of the last 100 episodes,
+# then the mean and numpy's default std (ddof 0) over seeds (rlops.compare, openrlbenchmark @0820643).
+_SPREAD = re.compile(r"±\s*([0-9][0-9,]*(?:\.[0-9]+)?)\s*(?:=\s*)?std across")
+_SEEDS = re.compile(r"\b(\d+) seeds\b|--num-seeds (\d+)")
+_RLOPS_PAGE = "docs/benchmark/"
+
+
+def reported_spread(ref: pd.Series) -> tuple[float, int] | None:
+    """(sample standard deviation over seeds, number of seeds) of a reference row whose note gives both and
+    whose page is written by rlops (population std, converted here to ddof 1); None for any other row."""
+    note = str(ref["note"])
+    spread, seeds = _SPREAD.search(note), _SEEDS.search(note)
+    if _RLOPS_PAGE not in str(ref["source"]) or spread is None or seeds is None:
+        return None
+    n = int(seeds.group(1) or seeds.group(2))
+    if n < 2:
+        return None
+    return float(spread.group(1).replace(",", "")) * math.sqrt(n / (n - 1)), n
+
+
+def _reference_difference(seed_scores: np.ndarray, ref: pd.Series) -> dict:
+    """Welch's 95% interval of our mean − the reference's mean, when the reference states its spread."""
+    spread = reported_spread(ref)
+    if spread is None or len(seed_scores) < 2:
+        return {"ref_sd": spread[0] if spread else math.nan, "ref_n": spread[1] if spread else math.nan,
+                "diff_vs_ref": math.nan, "diff_ci_low": math.nan, "diff_ci_high": math.nan}
+    sd, n = spread
+    diff = welch_difference(float(np.mean(seed_scores)), float(np.std(seed_scores, ddof=1)), len(seed_scores),
+                            float(ref["score"]), sd, n)
+    return {"ref_sd": sd, "ref_n": n, "diff_vs_ref": diff.point, "diff_ci_low": diff.low, "diff_ci_high": diff.high}
+
+
+# The independent reproduction each verdict names: the first reference row of the algorithm, for the game,
+# that states its spread over seeds and ran gym's NoFrameskip-v4 ids with baselines' wrappers, as the paper's
+# code did (CleanRL's ppo_atari.py for PPO; A2C and ACER have none with a stated spread).
+_SAME_WRAPPERS = "NoFrameskip-v4"
+
+
+def _independent_reference(references: pd.DataFrame, algorithm: str, game: str) -> pd.Series | None:
+    rows = algo_rows(references, algorithm)
+    rows = rows[(rows["game"] == game) & rows["note"].astype(str).str.contains(_SAME_WRAPPERS, regex=False)]
+    for _, ref in rows.iterrows():
+        if reported_spread(ref) is not None and atari_reference_metric(ref["source"], ref["note"]) == SAME_METRIC:
+            return ref
+    return None
+
+
+def _between(value: float, low: float, high: float) -> str:
+    return "inside" if low <= value <= high else ("above" if value > high else "below")
+
+
+def verdict_line(row: dict, paper_frames: float) -> str:
+    """One sentence: is the paper's value reproduced, with the evidence (the rule is in :func:`verdicts`)."""
+    if row["frames"] < paper_frames:
+        return (f"no verdict: trained {format_steps(row['frames'])} of the paper's {format_steps(paper_frames)} "
+                "frames")
+    if row["n_seeds"] < 2:
+        return f"no verdict: {row['n_seeds']} scored seed(s), no interval (paper {row['paper_mean']:,.1f})"
+    where = _between(row["paper_mean"], row["our_ci_low"], row["our_ci_high"])
+    head = {"inside": "reproduced", "below": "reproduced, above the paper",
+            "above": "not reproduced, below the paper"}[where]
+    text = (f"{head}: the paper's {row['paper_mean']:,.1f} is {where} our 95% t interval "
+            f"{row['our_ci_low']:,.1f} to {row['our_ci_high']:,.1f} ({row['n_seeds']} seeds)")
+    if not math.isnan(row["diff_ci_low"]):
+        sign = "crosses zero: not distinguishable" if row["diff_ci_low"] <= 0 <= row["diff_ci_high"] else (
+            "above it" if row["diff_ci_low"] > 0 else "below it")
+        text += (f"; vs {row['ref_algo']} {row['ref_mean']:,.1f}: difference "
+                 f"{row['diff_vs_ref']:+,.1f}, Welch 95% {row['diff_ci_low']:+,.1f} to {row['diff_ci_high']:+,.1f}, {sign}")
+    return text
+
+
+def verdicts(table6_rows: pd.DataFrame, scores: pd.DataFrame, references: pd.DataFrame,
+             paper_frames: float = PAPER["frames"]) -> pd.DataFrame:
+    """Per game and variant (:data:`VERDICT_COLUMNS`) a one-line verdict.
+
+    Rule: at the paper's budget and with two or more scored seeds, the paper's value is *reproduced* when it
+    lies inside our 95% Student-t interval of the mean, or below it (we do better); *not reproduced* when
+    it lies above it. The paper's value is itself a mean of 3 seeds, treated here as exact, which makes
+    "not reproduced" a little too easy to reach; at 3 seeds our interval is wide (4.30 standard errors each
+    side), which makes "reproduced" easy: the interval is printed beside every verdict. The independent
+    reproduction (:func:`_independent_reference`) is compared by Welch's interval of the difference."""
+    rows = []
+    for _, ours in table6_rows.iterrows():
+        seed_scores = scores[(scores["game"] == ours["game"]) & (scores["variant"] == ours["variant"])]
+        seed_scores = seed_scores["score_last"].to_numpy(dtype=float)
+        seed_scores = seed_scores[np.isfinite(seed_scores)]
+        row = {k: ours[k] for k in ("game", "algorithm", "variant", "variant_label", "n_seeds", "frames", "per_seed",
+                                    "our_mean", "our_ci_low", "our_ci_high", "paper_mean")}
+        ref = _independent_reference(references, ours["algorithm"], ours["game"])
+        row |= {"ref_algo": "" if ref is None else ref["algo"],
+                "ref_mean": math.nan if ref is None else float(ref["score"])}
+        if ref is None:
+            row |= {"ref_sd": math.nan, "ref_n": math.nan, "diff_vs_ref": math.nan, "diff_ci_low": math.nan,
+                    "diff_ci_high": math.nan}
+        else:
+            row |= _reference_difference(seed_scores, ref)
+        row["verdict"] = verdict_line(row, paper_frames)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
 
 
 def _wins(means: pd.DataFrame) -> tuple[pd.Series, int]:
@@ -341,8 +456,11 @@ def reference_table(table6_rows: pd.DataFrame, scores: pd.DataFrame, references:
         if matches.empty:
             rows.append(base | {"comparable": NO_REFERENCE})
         our_steps = int(steps.get((ours["game"], ours["variant"]), 0))
+        seed_scores = scores[(scores["game"] == ours["game"]) & (scores["variant"] == ours["variant"])]
+        seed_scores = seed_scores["score_last"].to_numpy(dtype=float)
+        seed_scores = seed_scores[np.isfinite(seed_scores)]
         for _, ref in matches.iterrows():
-            rows.append(base | {
+            rows.append(base | _reference_difference(seed_scores, ref) | {
                 "ref_source": ref["source"], "ref_algo": ref["algo"], "ref_frames_or_steps": ref["frames_or_steps"],
                 "ref_score": ref["score"], "ref_metric": atari_reference_metric(ref["source"], ref["note"]),
                 "ref_note": ref["note"], "comparable": _comparable(ref, ours["task"], ours["frames"], our_steps),

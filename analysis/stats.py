@@ -197,3 +197,44 @@ def bootstrap_ci_columns(
         low[cols] = result.confidence_interval.low
         high[cols] = result.confidence_interval.high
     return means, low, high
+
+
+def t_interval(values: np.ndarray, confidence: float = 0.95) -> Interval:
+    """Mean and Student-t interval of the mean over independent runs (n − 1 degrees of freedom).
+
+    Unlike a percentile bootstrap, whose 95% interval over 3 seeds is their range (coverage near 75%), the t
+    interval keeps its coverage at any n when the scores are roughly normal, and says how little 3 seeds
+    pin down: at n = 3 its half-width is 4.30 standard errors. NaN bounds below two values."""
+    values = np.asarray(values, dtype=float)
+    n = values.size
+    point = float(values.mean()) if n else float("nan")
+    if n < 2:
+        return Interval(point, float("nan"), float("nan"))
+    half = float(scipy.stats.t.ppf(0.5 + confidence / 2.0, n - 1) * values.std(ddof=1) / np.sqrt(n))
+    return Interval(point, point - half, point + half)
+
+
+class Difference(NamedTuple):
+    """A difference of two means with its Welch interval and degrees of freedom."""
+
+    point: float
+    low: float
+    high: float
+    dof: float
+
+
+def welch_difference(mean_a: float, sd_a: float, n_a: int, mean_b: float, sd_b: float, n_b: int,
+                     confidence: float = 0.95) -> Difference:
+    """mean_a − mean_b with Welch's t interval (unequal variances, Welch–Satterthwaite degrees of freedom),
+    from each side's mean, sample standard deviation (ddof = 1) and number of runs. This is what a
+    published "mean ± std over n seeds" allows: no per-seed values are needed. NaN bounds when either side
+    has fewer than two runs or both spreads are zero."""
+    point = float(mean_a - mean_b)
+    if n_a < 2 or n_b < 2:
+        return Difference(point, float("nan"), float("nan"), float("nan"))
+    va, vb = sd_a**2 / n_a, sd_b**2 / n_b
+    if va + vb == 0:
+        return Difference(point, float("nan"), float("nan"), float("nan"))
+    dof = (va + vb) ** 2 / (va**2 / (n_a - 1) + vb**2 / (n_b - 1))
+    half = float(scipy.stats.t.ppf(0.5 + confidence / 2.0, dof) * np.sqrt(va + vb))
+    return Difference(point, point - half, point + half, float(dof))

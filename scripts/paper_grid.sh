@@ -29,11 +29,13 @@
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 case "${GRID_NAME:-mujoco}" in
-  mujoco) GRID="${GRID:-$(dirname "$REPO")/ppo-grid}"; GRID_CONFIG=() ;;
+  mujoco) GRID="${GRID:-$(dirname "$REPO")/ppo-grid}"; GRID_CONFIG=(); STATUS_SCOPE=() ;;
   atari)
     GRID="${GRID:-$(dirname "$REPO")/atari-grid}"
     STUDIES="${STUDIES:-atari}" GROUP_SIZE="${GROUP_SIZE:-1}" SB3_REFERENCE=0
-    GRID_CONFIG=("tasks=[ALE/Pong-v5,ALE/Breakout-v5,ALE/BeamRider-v5]" "variants=[${ATARI_VARIANTS:-atari_ppo}]") ;;
+    GRID_CONFIG=("tasks=[ALE/Pong-v5,ALE/Breakout-v5,ALE/BeamRider-v5]" "variants=[${ATARI_VARIANTS:-atari_ppo}]")
+    # status counts ./repro atari-three's 18 runs (PPO and A2C), not the study's 441
+    STATUS_SCOPE=(--tasks ALE/Pong-v5 ALE/Breakout-v5 ALE/BeamRider-v5 --variants atari_ppo atari_a2c) ;;
   *) echo "paper_grid: GRID_NAME is mujoco (default) or atari, not ${GRID_NAME}" >&2; exit 1 ;;
 esac
 # Groups of 11 runs of a task: 1.7-2.6x the steps/s per core of groups of 3 on HalfCheetah, Reacher,
@@ -108,7 +110,7 @@ case "${1:-status}" in
   status)
     if running; then echo "running in $GRID"; else echo "not running"; fi
     if sb3_running; then echo "SB3 reference runs: training (log: $GRID/sb3.log)"; fi
-    (cd "$REPO" && .venv/bin/python -m ppo.pipeline.publish --status --studies $(published_studies) --from "$GRID" --sb3 "$GRID/results/sb3_reference" "${@:2}")
+    (cd "$REPO" && .venv/bin/python -m ppo.pipeline.publish --status --studies $(published_studies) "${STATUS_SCOPE[@]}" --from "$GRID" --sb3 "$GRID/results/sb3_reference" "${@:2}")
     ;;
   publish)
     # more sources (an unpacked ppo.pipeline.remote archive): scripts/paper_grid.sh publish --from DIR

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from ppo.pipeline.job import copy_run, run_meta
 from ppo.pipeline.publish import as_published, per_window, publish
@@ -198,3 +199,26 @@ def test_the_index_keeps_the_rows_of_studies_not_being_published(tmp_path):
     index = write_index([load_study("atari", "smoke")], tmp_path)  # none of its runs is published there
     assert index[["study", "variant", "finished"]].values.tolist() == [["table1", "clip_0.2", "2026-11-24T13:17:08"]]
     assert pd.read_csv(tmp_path / "INDEX.csv")["study"].tolist() == ["table1"]
+
+
+def test_training_time_covers_every_part_of_a_resumed_run(tmp_path):
+    """A run resumed from a checkpoint: the manifest's wall_seconds is the last part's, timing.parquet's
+    wall_time carries on across parts; INDEX.csv's wall_seconds (and status's core-hours) take the whole."""
+    from ppo.pipeline.publish import training_seconds
+    pd.DataFrame({"update": [1, 2], "global_step": [1024, 2048], "wall_time": [9000.0, 13000.0]}).to_parquet(
+        tmp_path / "timing.parquet")
+    assert training_seconds({"wall_seconds": 4100.0}, tmp_path) == 13000.0
+    # one part: its manifest time, which also counts the set-up before the first iteration
+    assert training_seconds({"wall_seconds": 13050.0}, tmp_path) == 13050.0
+    assert training_seconds({"wall_seconds": 5.0}, tmp_path / "absent") == 5.0
+
+
+def test_status_counts_the_atari_grid_s_runs_only(tmp_path):
+    from ppo.pipeline.publish import status
+    three = status([], tmp_path, names=("atari",), tasks=["ALE/Pong-v5", "ALE/Breakout-v5", "ALE/BeamRider-v5"],
+                   variants=["atari_ppo", "atari_a2c"])
+    assert three.splitlines()[0] == "atari: 0 of 18 runs published, 0 more finished, not yet published"
+    assert status([], tmp_path, names=("atari",)).splitlines()[0].startswith("atari: 0 of 441 runs")
+    from ppo.config.errors import ConfigError
+    with pytest.raises(ConfigError, match="--tasks/--variants: field tasks: .*Hopper"):
+        status([], tmp_path, names=("atari",), tasks=["Hopper-v5"])

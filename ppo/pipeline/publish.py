@@ -28,7 +28,7 @@ from ..config.errors import ConfigError
 from ..config.files import PROJECT_ROOT
 from ..training import records
 from ..training.layout import RUN_FILES, run_dir
-from .study import is_current, load_study, shared_runs
+from .study import is_current, load_study, narrowed, shared_runs
 
 PUBLISHED = PROJECT_ROOT / "published"
 # Table 1 and Figure 3, and three checks of them: ε = 0.2 on the v4 tasks (CleanRL's version), with
@@ -105,6 +105,19 @@ def publishable(source: Path, study, run) -> Path | None:
     return run_dir(source / "results", study, run) if is_current(source / "results", study, run) else None
 
 
+def training_seconds(manifest: dict, folder: Path) -> float | None:
+    """The run's training time over all its parts. The manifest's ``wall_seconds`` counts only the last part
+    (the process that finished it); timing.parquet's ``wall_time`` carries on across resumes from a
+    checkpoint, so its last value covers every part (a 10M-step Atari run is trained over several sessions)."""
+    wall = manifest.get("wall_seconds")
+    timing = folder / "timing.parquet"
+    if timing.exists():
+        times = pd.read_parquet(timing, columns=["wall_time"])["wall_time"]
+        if len(times) and (wall is None or float(times.max()) > wall):
+            return float(times.max())
+    return wall
+
+
 def index_row(study, run, folder: Path) -> dict:
     m = json.loads((folder / "manifest.json").read_text())
     git, host, packages = m.get("git") or {}, m.get("host") or {}, m.get("packages") or {}
@@ -116,7 +129,7 @@ def index_row(study, run, folder: Path) -> dict:
             "resumed_on_another_platform": m.get("resumed_on_another_platform"),
             "cpu_count": host.get("cpu_count"), "python": host.get("python"), "torch": packages.get("torch"),
             "numpy": packages.get("numpy"), "mujoco": packages.get("mujoco"),
-            "gymnasium": packages.get("gymnasium"), "wall_seconds": m.get("wall_seconds"),
+            "gymnasium": packages.get("gymnasium"), "wall_seconds": training_seconds(m, folder),
             "group": "; ".join(m.get("group") or []),
             **{f"sha256_{name.split('.')[0]}": (m.get("sha256") or {}).get(name) for name in records.RECORD_FILES},
             "finished": pd.Timestamp((folder / "manifest.json").stat().st_mtime, unit="s").isoformat()}
@@ -183,11 +196,15 @@ def write_index(studies, published: Path = PUBLISHED) -> pd.DataFrame:
 
 
 def status(sources: list[Path], published: Path = PUBLISHED, sb3_sources: tuple[Path, ...] = (),
-           names: tuple[str, ...] = STUDIES) -> str:
+           names: tuple[str, ...] = STUDIES, tasks: list[str] | None = None,
+           variants: list[str] | None = None) -> str:
+    """Runs published and finished per study; ``tasks``/``variants`` count only those of the studies (the
+    Atari grid trains 3 of the study's 49 games); the training time is that of every published run."""
     studies = [load_study(name, SCALE) for name in names]
-    owned = owned_runs(studies)
+    counted = [narrowed(s, tasks, variants, "--tasks/--variants") for s in studies]
+    owned = owned_runs(counted)
     lines = []
-    for study in studies:
+    for study in counted:
         mine = [r for s, r in owned if s is study]
         done = sum(is_current(published, study, r) for r in mine)
         elsewhere = sum(not is_current(published, study, r) and any(publishable(src, study, r) for src in sources)
@@ -199,6 +216,7 @@ def status(sources: list[Path], published: Path = PUBLISHED, sb3_sources: tuple[
                      for m in folder.glob("*/seed*/manifest.json")} - sb3_published
     lines.append(f"sb3_reference: {len(sb3_published)} runs published, {len(sb3_elsewhere)} more finished, "
                  "not yet published")
+    # the whole studies: every published run keeps its row of INDEX.csv
     index = write_index(studies, published) if (published / "INDEX.csv").exists() else pd.DataFrame()
     for name, runs in index.groupby("study", sort=False) if len(index) else ():
         groups = runs.drop_duplicates(["group"])
@@ -237,11 +255,14 @@ def main(argv=None) -> int:
     p.add_argument("--studies", nargs="+", default=list(STUDIES), choices=INDEXED, metavar="STUDY",
                    help=f"the studies to publish (default: {' '.join(STUDIES)}; also: atari)")
     p.add_argument("--status", action="store_true", help="report progress only")
+    p.add_argument("--tasks", nargs="+", default=None, help="with --status: count only these tasks' runs")
+    p.add_argument("--variants", nargs="+", default=None, help="with --status: count only these variants' runs")
     p.add_argument("--commit", action="store_true", help="commit published/ (and nothing else) after adding")
     args = p.parse_args(argv)
     try:
         if args.status:
-            print(status(args.sources, sb3_sources=args.sb3, names=tuple(args.studies)))
+            print(status(args.sources, sb3_sources=args.sb3, names=tuple(args.studies), tasks=args.tasks,
+                         variants=args.variants))
             return 0
         studies = [load_study(name, SCALE) for name in args.studies]
         added = publish(args.sources, studies=studies) + [a for folder in args.sb3 for a in publish_sb3(folder)]

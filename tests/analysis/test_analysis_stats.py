@@ -1,4 +1,4 @@
-"""analysis.stats: IQM and the stratified percentile bootstrap, against exact answers."""
+"""analysis.stats: IQM, the stratified percentile bootstrap, the t and Welch intervals, against exact answers."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from analysis.stats import bootstrap_ci, bootstrap_ci_columns, iqm, mean, stratified_bootstrap_ci
+from analysis.stats import (bootstrap_ci, bootstrap_ci_columns, iqm, mean, stratified_bootstrap_ci, t_interval,
+                            welch_difference)
 
 
 def test_iqm_trims_a_quarter_each_side():
@@ -93,3 +94,24 @@ def test_bootstrap_ci_columns_per_column_runs():
     np.testing.assert_array_equal(low[:2], [0.0, 5.0])
     np.testing.assert_array_equal(high[:2], [1.0, 5.0])
     assert math.isnan(low[2]) and math.isnan(high[2])  # one run only
+
+
+def test_t_interval_by_hand():
+    # [1, 2, 3]: mean 2, sd 1, se 1/sqrt(3); t(0.975, 2) = 4.302653 (tables): half-width 2.484138.
+    point, low, high = t_interval(np.array([1.0, 2.0, 3.0]))
+    assert (point, low, high) == (2.0, pytest.approx(2 - 2.484138, abs=1e-6), pytest.approx(2 + 2.484138, abs=1e-6))
+    # Wider than the 3 values' range, which is what a percentile bootstrap of 3 values gives.
+    assert low < 1.0 and high > 3.0
+    one = t_interval(np.array([5.0]))
+    assert one.point == 5.0 and np.isnan(one.low) and np.isnan(one.high)
+
+
+def test_welch_difference_by_hand():
+    # Equal spreads and sizes: se = sqrt(1/3 + 1/3), Welch-Satterthwaite dof = (2/3)^2 / (2 (1/3)^2 / 2) = 4,
+    # t(0.975, 4) = 2.776445 (tables), se = 0.8164966: half-width 2.266958.
+    diff = welch_difference(2.0, 1.0, 3, 0.0, 1.0, 3)
+    assert (diff.point, diff.dof) == (2.0, pytest.approx(4.0))
+    assert (diff.low, diff.high) == (pytest.approx(2 - 2.266958, abs=1e-6), pytest.approx(2 + 2.266958, abs=1e-6))
+    # Unequal: sd 2 over 4 runs against sd 1 over 2; va = 1, vb = 0.5, dof = 2.25 / (1/3 + 0.25) = 3.857143.
+    assert welch_difference(1.0, 2.0, 4, 0.0, 1.0, 2).dof == pytest.approx(2.25 / (1 / 3 + 0.25))
+    assert np.isnan(welch_difference(1.0, 1.0, 1, 0.0, 1.0, 3).low)

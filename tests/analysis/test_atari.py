@@ -34,9 +34,9 @@ from conftest import write_run
 
 from analysis.atari import (LAST_100, attach_env_protocol, budget_line, check_runs, load_atari_references,
                             load_random_human, load_table2, load_table6, task_game, unregistered_games)
-from analysis.atari_curves import learning_curves_frames
-from analysis.atari_tables import (NO_REFERENCE, aggregate_table, human_normalized, reference_table, run_scores, table6,
-                                   win_counts)
+from analysis.atari_curves import mean_curves, seed_curves_frames
+from analysis.atari_tables import (NO_REFERENCE, aggregate_table, human_normalized, reference_table, reported_spread,
+                                   run_scores, table6, verdict_line, verdicts, win_counts)
 from analysis.io import RunDataError, load_study
 
 REPO = Path(__file__).resolve().parents[2]
@@ -69,7 +69,7 @@ def write_atari_run(runs: Path, task: str, variant: str, seed: int, returns: lis
     manifest = json.loads((run_dir / "manifest.json").read_text())
     manifest.update(
         run_id=f"{task}/{variant}/seed{seed}", algorithm=algorithm or variant.removeprefix("atari_"),
-        variant_label=variant.removeprefix("atari_").upper(), reduced=True,
+        variant_label=variant.removeprefix("atari_").upper(), reduced=True, wall_seconds=3600.0,
         env_protocol={"id": task, "protocol": "paper2017", "frame_skip": frame_skip, "reward_clip": True},
     )
     (run_dir / "manifest.json").write_text(json.dumps(manifest))
@@ -164,11 +164,17 @@ def test_run_scores_by_hand(study):
 
 def test_table6_beside_the_paper(study, refs):
     *_, scores = study
-    table = table6(scores, refs["table6"], refs["human"], n_resamples=2000).set_index(["game", "variant"])
+    table = table6(scores, refs["table6"], refs["human"]).set_index(["game", "variant"])
     pong = table.loc[("Pong", "atari_ppo")]
     assert pong["our_mean"] == pytest.approx((14.6 - 3.05) / 2)
-    # Two seeds: resample means are the two scores and their mean, each extreme with probability 1/4.
-    assert (pong["our_ci_low"], pong["our_ci_high"]) == (pytest.approx(-3.05), pytest.approx(14.6))
+    # Two seeds, Student t with 1 degree of freedom: sd = 17.65 / sqrt(2), se = 17.65 / 2 = 8.825,
+    # t(0.975, 1) = 12.7062 (tables): half-width 112.13, far wider than the seeds' range.
+    assert (pong["our_ci_low"], pong["our_ci_high"]) == (pytest.approx(5.775 - 112.1323, abs=1e-3),
+                                                         pytest.approx(5.775 + 112.1323, abs=1e-3))
+    # (the mean of 100 episodes of -3.05 is -3.0500000000000007: printed -3.1)
+    assert (pong["per_seed"], pong["seed_min"], pong["seed_max"]) == ("s0 14.6, s1 -3.1", pytest.approx(-3.05),
+                                                                      pytest.approx(14.6))
+    assert pong["our_all_mean"] == pytest.approx(((-21 + 29.2) / 3 + (-21 - 6.1) / 3) / 2)
     assert (pong["paper_mean"], pong["frames"], pong["paper_frames"]) == (20.7, 4000, 40_000_000)
     assert pong["our_hns"] == pytest.approx(0.75)
     assert pong["paper_hns"] == pytest.approx((20.7 + 20.7) / 35.3)
@@ -186,7 +192,7 @@ def test_run_without_episodes_is_unscored(tmp_path, refs):
     episodes, updates, manifests = load(runs)
     scores = run_scores(episodes, manifests, updates)
     assert scores["n_episodes"].tolist() == [3, 0] and math.isnan(scores["score_last"].iloc[1])
-    row = table6(scores, refs["table6"], n_resamples=200).iloc[0]
+    row = table6(scores, refs["table6"]).iloc[0]
     assert (row["our_mean"], row["n_seeds"], row["n_unscored"]) == (5.0, 1, 1)
     assert math.isnan(row["our_ci_low"])  # one scored seed: no interval
 
@@ -260,19 +266,23 @@ def test_aggregates_by_hand(study, refs):
 
 def test_curves_over_frames(study):
     _, episodes, _, manifests, _ = study
-    curves = learning_curves_frames(episodes, manifests, ["Pong"], n_points=5, smooth=10, n_resamples=200)
-    assert set(curves["game"]) == {"Pong"} and curves["frames"].max() == 4000.0
-    end = curves[curves["frames"] == 4000.0].set_index("variant")
-    assert end.loc["atari_ppo", "mean"] == pytest.approx((14.6 - 3.05) / 2)
-    # The diverged a2c seed stops at 500 steps = 2000 frames: only the other seed is left at the end.
-    assert (end.loc["atari_a2c", "mean"], end.loc["atari_a2c", "n_runs"]) == (-20.7, 1)
+    per_seed = seed_curves_frames(episodes, manifests, ["Pong"], n_points=5, smooth=10)
+    assert set(per_seed["game"]) == {"Pong"} and per_seed["frames"].max() == 4000.0
+    end = per_seed[per_seed["frames"] == 4000.0].set_index(["variant", "seed"])["value"]
+    assert (end[("atari_ppo", 0)], end[("atari_ppo", 1)]) == (pytest.approx(14.6), pytest.approx(-3.05))
+    assert math.isnan(end[("atari_a2c", 1)])  # diverged at 500 steps = 2000 frames: its curve stops there
+    means = mean_curves(per_seed)
+    last = means[means["frames"] == 4000.0].set_index("variant")
+    assert last.loc["atari_ppo", "mean"] == pytest.approx((14.6 - 3.05) / 2)
+    # Only the other a2c seed is left at the end.
+    assert (last.loc["atari_a2c", "mean"], last.loc["atari_a2c", "n_runs"]) == (-20.7, 1)
     with pytest.raises(RunDataError, match=r"game\(s\) \['Zaxxon'\] chosen for the curves are not in the study"):
-        learning_curves_frames(episodes, manifests, ["Zaxxon"])
+        seed_curves_frames(episodes, manifests, ["Zaxxon"])
 
 
 def test_references_beside_table6(study, refs):
     *_, scores = study
-    rows6 = table6(scores, refs["table6"], n_resamples=200)
+    rows6 = table6(scores, refs["table6"])
     table = reference_table(rows6, scores, refs["scores"])
     pong_ppo = table[(table["game"] == "Pong") & (table["algorithm"] == "ppo")]
     assert set(pong_ppo["n_refs"]) == {len(pong_ppo)} and len(pong_ppo) == 10  # ppo, ppo2, ppo2_mpi rows
@@ -287,6 +297,57 @@ def test_references_beside_table6(study, refs):
     assert not table["ref_algo"].str.startswith("acer").any()  # no acer runs, no acer rows
     alone = reference_table(rows6.assign(game="Zaxxon"), scores, refs["scores"]).iloc[0]
     assert alone["comparable"] == NO_REFERENCE and alone["n_refs"] == 0
+
+
+def test_reported_spread_reads_cleanrl_notes(refs):
+    rows = refs["scores"]
+    cleanrl = rows[(rows["game"] == "Pong") & (rows["algo"] == "ppo (cleanrl ppo_atari.py, tag pr-424)")].iloc[0]
+    sd, n = reported_spread(cleanrl)  # "± 0.20 = std across seeds", rlops's numpy std (ddof 0) over 3 seeds
+    assert (sd, n) == (pytest.approx(0.20 * math.sqrt(3 / 2)), 3)
+    envpool = rows[(rows["game"] == "Breakout") & (rows["algo"] == "ppo (cleanrl ppo_atari_envpool.py, tag pr-424)")]
+    assert reported_spread(envpool.iloc[0]) == (pytest.approx(151.84 * math.sqrt(3 / 2)), 3)
+    # baselines ppo2 on the same page: a std but no seed count; the zoo: a std over evaluation episodes.
+    ppo2 = rows[rows["algo"] == "ppo (openai/baselines ppo2 cnn, openrlbenchmark runs)"].iloc[0]
+    zoo = rows[rows["source"].str.startswith("DLR-RM/rl-baselines3-zoo")].iloc[0]
+    assert reported_spread(ppo2) is None and reported_spread(zoo) is None
+
+
+def _verdict_row(**kw) -> dict:
+    row = {"frames": 40_000_000, "n_seeds": 3, "paper_mean": 274.8, "our_ci_low": 200.0, "our_ci_high": 500.0,
+           "diff_ci_low": math.nan}
+    return row | kw
+
+
+def test_verdict_rule():
+    assert verdict_line(_verdict_row(), 40e6).startswith(
+        "reproduced: the paper's 274.8 is inside our 95% t interval 200.0 to 500.0 (3 seeds)")
+    assert verdict_line(_verdict_row(our_ci_low=300.0), 40e6).startswith("reproduced, above the paper: ")
+    assert verdict_line(_verdict_row(our_ci_high=250.0), 40e6).startswith("not reproduced, below the paper: ")
+    assert verdict_line(_verdict_row(frames=24_000_000), 40e6) == "no verdict: trained 24M of the paper's 40M frames"
+    assert verdict_line(_verdict_row(n_seeds=1), 40e6).startswith("no verdict: 1 scored seed(s), no interval")
+    against = _verdict_row(ref_algo="ppo (cleanrl)", ref_mean=414.66, diff_vs_ref=-64.7, diff_ci_low=-300.0,
+                           diff_ci_high=170.0)
+    assert verdict_line(against, 40e6).endswith(
+        "; vs ppo (cleanrl) 414.7: difference -64.7, Welch 95% -300.0 to +170.0, crosses zero: not distinguishable")
+    below = against | {"diff_ci_high": -5.0}
+    assert verdict_line(below, 40e6).endswith("-300.0 to -5.0, below it")
+
+
+def test_verdicts_against_cleanrl(study, refs):
+    *_, scores = study
+    rows6 = table6(scores, refs["table6"])
+    # Score the synthetic study as if it had trained the paper's budget, to reach the rule.
+    table = verdicts(rows6, scores, refs["scores"], paper_frames=4000).set_index(["game", "variant"])
+    pong = table.loc[("Pong", "atari_ppo")]
+    assert pong["ref_algo"] == "ppo (cleanrl ppo_atari.py, tag pr-424)" and pong["ref_mean"] == 20.36
+    assert (pong["ref_sd"], pong["ref_n"]) == (pytest.approx(0.20 * math.sqrt(1.5)), 3)
+    assert pong["diff_vs_ref"] == pytest.approx(5.775 - 20.36)
+    # Welch: our variance of the mean 8.825^2 dominates; about 1 degree of freedom, so t(0.975) ~ 12.7.
+    assert pong["diff_ci_low"] < -100 and pong["diff_ci_high"] > 90
+    assert pong["verdict"].startswith("reproduced: the paper's 20.7 is inside our 95% t interval")
+    assert "crosses zero: not distinguishable" in pong["verdict"]
+    a2c = table.loc[("Pong", "atari_a2c")]
+    assert a2c["ref_algo"] == "" and math.isnan(a2c["diff_vs_ref"])  # no A2C reference states a seed spread
 
 
 def test_budget_line(study):
@@ -322,7 +383,7 @@ def test_game_missing_from_a_reference_table_names_file_and_field(study, refs):
     *_, scores = study
     hero = scores.assign(game="Hero", task="ALE/Hero-v5")  # Atari-57 has Hero; Table 6 does not
     with pytest.raises(RunDataError, match=r"ppo2017_table6_atari\.csv: field 'game' has no row 'Hero'"):
-        table6(hero, refs["table6"], n_resamples=10)
+        table6(hero, refs["table6"])
     nature = load_random_human(REF / "atari_random_human.csv", "dqn_nature49")
     pitfall = scores.assign(game="Pitfall", task="ALE/Pitfall-v5")
     with pytest.raises(RunDataError, match=r"atari_random_human\.csv: field 'game' has no row 'Pitfall'"):
@@ -339,8 +400,9 @@ def _script():
     return module
 
 
-OUTPUTS = ("atari_table6.csv", "atari_table6.md", "atari_table2.csv", "atari_table2.md", "atari_aggregate.csv",
-           "atari_aggregate.md", "atari_curves.png", "atari_references.csv", "atari_references.md")
+OUTPUTS = ("atari_verdicts.csv", "atari_verdicts.md", "atari_table6.csv", "atari_table6.md", "atari_runs.csv",
+           "atari_runs.md", "atari_table2.csv", "atari_table2.md", "atari_aggregate.csv", "atari_aggregate.md",
+           "atari_curves.png", "atari_curves.csv", "atari_references.csv", "atari_references.md")
 BUDGET = "REDUCED BUDGET: unit-test budget"
 
 
@@ -369,6 +431,12 @@ def test_cli_end_to_end(study, tmp_path):
         (0.5 + hns(24, BREAKOUT_H)) / 2)
     assert "Random and human scores (atari57): deepmind/dqn_zoo" in (out / "atari_aggregate.md").read_text()
     assert len(pd.read_csv(out / "atari_references.csv")) == 28  # Pong/Breakout x ppo (10 each) and a2c (4 each)
+    lines = pd.read_csv(out / "atari_verdicts.csv").set_index(["game", "variant"])
+    assert lines.loc[("Pong", "atari_ppo"), "verdict"] == "no verdict: trained 4k of the paper's 40M frames"
+    runs_table = pd.read_csv(out / "atari_runs.csv")
+    assert len(runs_table) == 8 and runs_table["score_all"].notna().all()
+    curves = pd.read_csv(out / "atari_curves.csv")
+    assert set(curves["run_id"]) == {*runs_table["run_id"], "mean"}
 
 
 def test_cli_bad_manifest_is_one_line_error(tmp_path):
@@ -382,3 +450,41 @@ def test_cli_bad_manifest_is_one_line_error(tmp_path):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("atari_report: error: manifest ")
     assert "atari_dqn/seed0/manifest.json: field 'algorithm' is 'dqn'" in lines[0]
+
+
+def test_front_page_shows_published_atari_runs(tmp_path):
+    spec = importlib.util.spec_from_file_location("front_page", REPO / "workflow" / "scripts" / "front_page.py")
+    front_page = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(front_page)
+    assert front_page.atari_beside_paper(tmp_path) is None  # nothing published yet
+    build_study(tmp_path / "atari" / "paper")  # the published layout: published/atari/paper/runs
+    note, table = front_page.atari_beside_paper(tmp_path)
+    rows = front_page.cells_of(table.splitlines())
+    assert rows[0] == ["game", "algorithm", "seeds: last-100 score", "mean (95% t interval)", "paper", "verdict"]
+    pong_ppo = next(r for r in rows if r[:2] == ["Pong", "PPO"])
+    assert pong_ppo[2:5] == ["s0 14.6, s1 -3.1", "5.8 (-106.4 to 117.9)", "20.7"]
+    assert pong_ppo[5] == "no verdict: trained 4k of the paper's 40M frames"
+    assert len(rows) == 2 + 4 and note.startswith("8 of the 18 runs of ./repro atari-three published")
+    assert "8.0 core-hours of training" in note  # no timing.parquet here: the manifests' wall_seconds
+
+
+def test_curves_figure_draws_the_paper_beside_runs_at_its_budget(study, refs, tmp_path, monkeypatch):
+    from matplotlib.figure import Figure
+
+    from analysis.atari_curves import plot_atari_curves
+    _, episodes, _, manifests, scores = study
+    per_seed = seed_curves_frames(episodes, manifests, ["Pong", "Breakout"], n_points=5)
+    rows6 = table6(scores, refs["table6"])
+    drawn = {}
+    original = Figure.savefig
+
+    def keep(fig, *args, **kwargs):  # the figure's dashed lines, read as it is written
+        drawn["dashed"] = sorted(round(line.get_ydata()[0], 1) for ax in fig.axes for line in ax.get_lines()
+                                 if line.get_linestyle() == "--")
+        return original(fig, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", keep)
+    plot_atari_curves(per_seed, tmp_path / "none.png", "t", rows6[rows6["frames"] >= rows6["paper_frames"]])
+    assert drawn["dashed"] == []  # 4k frames: no run at the paper's budget
+    plot_atari_curves(per_seed, tmp_path / "all.png", "t", rows6)
+    assert drawn["dashed"] == [19.7, 20.7, 274.8, 303.0]  # Table 6: A2C and PPO on Pong and Breakout

@@ -9,18 +9,22 @@ Usage (from the repository root, or from a Snakemake ``shell:`` rule):
 
 Writes into --out-dir (every file carries the budget line: markdown notes, a ``budget`` CSV column, the
 figure's title):
-  atari_table6.csv/.md      final score (mean of the last 100 training episodes) per game and algorithm,
-                            mean over seeds with a 95% bootstrap interval, frames trained, the paper's value;
+  atari_verdicts.csv/.md    per game and algorithm one line: the paper's value reproduced or not, with the
+                            evidence (our 95% t interval; Welch's interval against CleanRL where it applies);
+  atari_table6.csv/.md      final score (mean of the last 100 training episodes) per game and algorithm:
+                            each seed, the mean with a 95% Student-t interval, frames trained, the paper's value;
+  atari_runs.csv/.md        per run: Table 2's two metrics (all of training; last 100 episodes), episodes,
+                            steps and frames trained;
   atari_table2.csv/.md      games won per algorithm and metric (all of training; last 100 episodes), ties,
                             beside the paper's counts;
   atari_aggregate.csv/.md   human-normalised score per algorithm: IQM, median, mean, optimality gap with 95%
                             stratified bootstrap intervals, and the same statistics of the paper's Table 6;
-  atari_curves.png          raw score against emulator frames, one panel per game (--games, default the
-                            first 6), one line per algorithm;
+  atari_curves.png/.csv     raw score against emulator frames, one panel per game (--games, default the
+                            first 6): each seed thin, their mean thick, per algorithm;
   atari_references.csv/.md  our Table 6 rows beside reference/atari_reference_scores.csv rows of the same
                             game and algorithm.
 Random and human scores come from reference/atari_random_human.csv (--human-table picks one of its two
-tables). Every interval uses --n-resamples and --seed, so the report is reproducible.
+tables). The aggregates' bootstrap intervals use --n-resamples and --seed, so the report is reproducible.
 """
 
 from __future__ import annotations
@@ -55,9 +59,10 @@ from analysis.atari_tables import (  # noqa: E402
     reference_table,
     run_scores,
     table6,
+    verdicts,
     win_counts,
 )
-from analysis.atari_curves import default_games, learning_curves_frames, plot_atari_curves  # noqa: E402
+from analysis.atari_curves import default_games, mean_curves, plot_atari_curves, seed_curves_frames  # noqa: E402
 from analysis.io import load_study, report_main, report_parser  # noqa: E402
 from analysis.report_tables import to_markdown, write_table  # noqa: E402
 
@@ -78,7 +83,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 SCORE_NOTE = (
     "Scores are raw game scores: episode_return summed over all lives, never the clipped training reward. "
     "Score (2) = mean of a run's last 100 training episodes (fewer when it finished fewer: min_last_episodes); "
-    "per game the mean over seeds with a 95% percentile bootstrap interval over seeds (none with one seed). "
+    "per game each seed's score (per_seed), their mean with a 95% Student-t interval of the mean (n - 1 degrees "
+    "of freedom; none with one seed): at 3 seeds it spans 4.30 standard errors each side, where a bootstrap "
+    "interval would be the seeds' range and cover the mean about 75% of the time. our_all_mean is score (1). "
     "frames = the most agent steps any seed trained (last global_step of updates.parquet) x the frame skip "
     "in its manifest's env_protocol; paper_frames is the paper's budget. A diverged run (n_diverged) is "
     "scored on the episodes it finished; a run with no finished episode has no score (n_unscored)."
@@ -95,11 +102,25 @@ AGGREGATE_NOTE = (
     "resampled within each game. 'paper Table 6' rows apply the same statistics to the paper's per-game means "
     "(3 seeds already averaged, so one value per game and no interval): close to, not the same as, ours."
 )
+VERDICT_NOTE = (
+    "Rule: at the paper's budget (40M frames) and with 2 or more scored seeds, 'reproduced' when the paper's "
+    "value lies inside our 95% t interval (or below it: we do better), 'not reproduced' when it lies above. "
+    "The paper's value is a 3-seed mean treated as exact. The interval is wide at 3 seeds: read it beside the "
+    "verdict. Where CleanRL's ppo_atari.py (gym NoFrameskip-v4, baselines' wrappers, 3 seeds, mean ± numpy std "
+    "over seeds) states its spread, diff_vs_ref is our mean minus its mean with Welch's 95% interval (its std "
+    "rescaled to ddof 1); an interval crossing zero tells the two apart in no direction."
+)
+RUNS_NOTE = (
+    "One row per run: score_all = mean raw score over all its training episodes (Table 2's metric 1), "
+    "score_last = mean of its last 100 (metric 2, Table 6), n_last of them; steps and frames trained."
+)
 REFERENCE_NOTE = (
     "Every row of reference/atari_reference_scores.csv for the same game whose algo starts with the algorithm's "
     "name (ppo includes ppo2 and ppo2_mpi). ref_metric is read from each row's note: only 'last-100 training "
     "episodes' is our metric; single-run final-agent evaluations and 'final reward, window not stated' are not "
-    "directly comparable. EnvPool *-v5 and gym NoFrameskip-v4 ids use other environment settings than ours."
+    "directly comparable. EnvPool *-v5 and gym NoFrameskip-v4 ids use other environment settings than ours. "
+    "ref_sd and ref_n: the std over seeds (ddof 1) and seeds of rows whose note states both on a CleanRL "
+    "benchmark page; diff_vs_ref is our mean minus ref_score with Welch's 95% interval (diff_ci_low/high)."
 )
 
 
@@ -148,10 +169,14 @@ def run_report(args: argparse.Namespace) -> dict[str, Path]:
         (out / f"{name}.md").write_text(md)
         written[name] = out / f"{name}.csv"
 
-    rows6 = table6(scores, paper6, random_human, args.n_resamples, args.seed, paper["frames"])
+    rows6 = table6(scores, paper6, random_human, paper["frames"])
+    lines = verdicts(rows6, scores, references, paper["frames"])
+    write("atari_verdicts", lines, [VERDICT_NOTE, SCORE_NOTE],
+          "Atari: is the paper's Table 6 reproduced? One line per game and algorithm", 1, ["variant", "ref_algo"])
     write("atari_table6", rows6.drop(columns="task"), [SCORE_NOTE, human_note],
           "Table 6: mean final score per game (last 100 episodes) beside the paper",
           {"our_hns": 3, "paper_hns": 3})
+    write("atari_runs", scores.drop(columns="task"), [RUNS_NOTE], "Every run: Table 2's two metrics", 1)
 
     wins = win_counts(scores, paper2, paper6)
     write("atari_table2", wins, [WINS_NOTE], "Table 2: number of games won per algorithm")
@@ -166,11 +191,16 @@ def run_report(args: argparse.Namespace) -> dict[str, Path]:
           {"our_mean": 1, "our_ci_low": 1, "our_ci_high": 1, "paper_mean": 1}, ["ref_note"])
 
     games = args.games or default_games(manifests)
-    curves = learning_curves_frames(episodes, manifests, games, args.curve_points, args.curve_smooth,
-                                    seed=args.seed)
-    title = (f"Atari: raw score per episode (mean of the last {args.curve_smooth}), mean over seeds, "
-             f"95% bootstrap band\n{budget}")
-    written["atari_curves.png"] = plot_atari_curves(curves, out / "atari_curves.png", title)
+    per_seed = seed_curves_frames(episodes, manifests, games, args.curve_points, args.curve_smooth)
+    means = mean_curves(per_seed).rename(columns={"mean": "value"}).assign(run_id="mean", seed=pd.NA)
+    write_table(pd.concat([per_seed, means[per_seed.columns]], ignore_index=True).assign(budget=budget),
+                out / "atari_curves.csv")
+    written["atari_curves.csv"] = out / "atari_curves.csv"
+    title = (f"Atari: raw score per episode (mean of the last {args.curve_smooth}); each seed thin, their "
+             f"mean thick\n{budget}")
+    # The paper's score as a line only beside runs at its budget: at a reduced one it would flatten the curves.
+    at_budget = rows6[rows6["frames"] >= rows6["paper_frames"]]
+    written["atari_curves.png"] = plot_atari_curves(per_seed, out / "atari_curves.png", title, at_budget)
     return written
 
 

@@ -26,6 +26,8 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from analysis.atari import attach_env_protocol, check_runs, load_atari_references, load_table6  # noqa: E402
+from analysis.atari_tables import run_scores, table6, verdicts  # noqa: E402
 from analysis.io import RunDataError, load_study  # noqa: E402
 from analysis.references import (difference_ci, load_references, load_sb3_scores, per_task_reference,  # noqa: E402
                                  sb3_difference, task_env_name)
@@ -36,7 +38,10 @@ from ppo.pipeline.publish import CHECKS  # noqa: E402
 from ppo.pipeline.publish import STUDIES as PUBLISHED_STUDIES  # noqa: E402
 from ppo.pipeline.study import load_study as load_study_config  # noqa: E402
 
-REFERENCES = Path(__file__).resolve().parents[2] / "reference" / "mujoco_reference_scores.csv"
+REFERENCE_DIR = Path(__file__).resolve().parents[2] / "reference"
+REFERENCES = REFERENCE_DIR / "mujoco_reference_scores.csv"
+# The Atari games and algorithms the project trains at the paper's budget (./repro atari-three).
+ATARI_THREE = {"games": ("BeamRider", "Breakout", "Pong"), "variants": ("atari_ppo", "atari_a2c"), "seeds": 3}
 
 
 def cells_of(lines) -> list[list[str]]:
@@ -242,7 +247,43 @@ def published_summary(published: Path) -> list[tuple[str, str, str]]:
     checks = checks_beside_table1(published)
     if checks is not None:
         out.append(("The checks of Table 1, beside it (paper scale)", *checks))
+    atari = atari_beside_paper(published)
+    if atari is not None:
+        out.append(("Atari: Table 6 at the paper's budget (published runs)", *atari))
     return out
+
+
+def atari_beside_paper(published: Path) -> tuple[str, str] | None:
+    """(note, markdown table): the published Atari runs at the paper's budget, per game and algorithm: each
+    seed's Table 6 score, the mean with its 95% t interval, the paper's value and the verdict of
+    analysis.atari_tables.verdicts (CleanRL's ppo_atari.py beside PPO). None while none is published."""
+    runs_dir = published / "atari" / "paper" / "runs"
+    if not runs_dir.is_dir() or not any(runs_dir.rglob("manifest.json")):
+        return None
+    episodes, updates, manifests = load_study(runs_dir, update_columns=("update", "global_step"))
+    manifests = attach_env_protocol(check_runs(manifests))
+    scores = run_scores(episodes, manifests, updates)
+    rows6 = table6(scores, load_table6(REFERENCE_DIR / "ppo2017_table6_atari.csv"))
+    lines = verdicts(rows6, scores, load_atari_references(REFERENCE_DIR / "atari_reference_scores.csv"))
+    head = ["game", "algorithm", "seeds: last-100 score", "mean (95% t interval)", "paper", "verdict"]
+    body = [[r.game, r.variant_label, r.per_seed,
+             f"{r.our_mean:,.1f}" + ("" if np.isnan(r.our_ci_low) else f" ({r.our_ci_low:,.1f} to {r.our_ci_high:,.1f})"),
+             f"{r.paper_mean:,.1f}", r.verdict] for r in lines.itertuples()]
+    table = "\n".join(["| " + " | ".join(head) + " |", "|---|---|---|---:|---:|---|",
+                       *("| " + " | ".join(cells) + " |" for cells in body)])
+    planned = len(ATARI_THREE["games"]) * len(ATARI_THREE["variants"]) * ATARI_THREE["seeds"]
+    # timing.parquet's wall_time runs on across resumes: its last value is a run's training time over all parts
+    if "wall_time" in updates:
+        hours = updates.groupby("run_id")["wall_time"].max().sum() / 3600
+    else:  # records without timing.parquet: the manifests' time of the last part
+        hours = pd.to_numeric(manifests["wall_seconds"], errors="coerce").sum() / 3600
+    note = (f"{len(manifests)} of the {planned} runs of ./repro atari-three published (PPO, then A2C, on "
+            f"{', '.join(ATARI_THREE['games'])}; 10M agent steps = 40M frames, 3 seeds), {hours:.1f} core-hours of "
+            "training. Score: mean raw game score of a run's last 100 training episodes (Table 6). The t interval "
+            "keeps its coverage at 3 seeds, where a bootstrap interval is the seeds' range; the verdict's rule and "
+            "CleanRL's numbers: results/atari/paper/report/atari_verdicts.md after ./repro atari-three, "
+            "analysis/atari_tables.py.")
+    return note, table
 
 
 def markdown_table(table: pd.DataFrame) -> str:
