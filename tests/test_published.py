@@ -201,18 +201,6 @@ def test_the_index_keeps_the_rows_of_studies_not_being_published(tmp_path):
     assert pd.read_csv(tmp_path / "INDEX.csv")["study"].tolist() == ["table1"]
 
 
-def test_training_time_covers_every_part_of_a_resumed_run(tmp_path):
-    """A run resumed from a checkpoint: the manifest's wall_seconds is the last part's, timing.parquet's
-    wall_time carries on across parts; INDEX.csv's wall_seconds (and status's core-hours) take the whole."""
-    from ppo.pipeline.publish import training_seconds
-    pd.DataFrame({"update": [1, 2], "global_step": [1024, 2048], "wall_time": [9000.0, 13000.0]}).to_parquet(
-        tmp_path / "timing.parquet")
-    assert training_seconds({"wall_seconds": 4100.0}, tmp_path) == 13000.0
-    # one part: its manifest time, which also counts the set-up before the first iteration
-    assert training_seconds({"wall_seconds": 13050.0}, tmp_path) == 13050.0
-    assert training_seconds({"wall_seconds": 5.0}, tmp_path / "absent") == 5.0
-
-
 def test_status_counts_the_atari_grid_s_runs_only(tmp_path):
     from ppo.pipeline.publish import status
     three = status([], tmp_path, names=("atari",), tasks=["ALE/Pong-v5", "ALE/Breakout-v5", "ALE/BeamRider-v5"],

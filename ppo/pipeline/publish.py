@@ -105,19 +105,6 @@ def publishable(source: Path, study, run) -> Path | None:
     return run_dir(source / "results", study, run) if is_current(source / "results", study, run) else None
 
 
-def training_seconds(manifest: dict, folder: Path) -> float | None:
-    """The run's training time over all its parts. The manifest's ``wall_seconds`` counts only the last part
-    (the process that finished it); timing.parquet's ``wall_time`` carries on across resumes from a
-    checkpoint, so its last value covers every part (a 10M-step Atari run is trained over several sessions)."""
-    wall = manifest.get("wall_seconds")
-    timing = folder / "timing.parquet"
-    if timing.exists():
-        times = pd.read_parquet(timing, columns=["wall_time"])["wall_time"]
-        if len(times) and (wall is None or float(times.max()) > wall):
-            return float(times.max())
-    return wall
-
-
 def index_row(study, run, folder: Path) -> dict:
     m = json.loads((folder / "manifest.json").read_text())
     git, host, packages = m.get("git") or {}, m.get("host") or {}, m.get("packages") or {}
@@ -129,7 +116,7 @@ def index_row(study, run, folder: Path) -> dict:
             "resumed_on_another_platform": m.get("resumed_on_another_platform"),
             "cpu_count": host.get("cpu_count"), "python": host.get("python"), "torch": packages.get("torch"),
             "numpy": packages.get("numpy"), "mujoco": packages.get("mujoco"),
-            "gymnasium": packages.get("gymnasium"), "wall_seconds": training_seconds(m, folder),
+            "gymnasium": packages.get("gymnasium"), "wall_seconds": m.get("wall_seconds"),
             "group": "; ".join(m.get("group") or []),
             **{f"sha256_{name.split('.')[0]}": (m.get("sha256") or {}).get(name) for name in records.RECORD_FILES},
             "finished": pd.Timestamp((folder / "manifest.json").stat().st_mtime, unit="s").isoformat()}

@@ -272,11 +272,8 @@ def atari_beside_paper(published: Path) -> tuple[str, str] | None:
     table = "\n".join(["| " + " | ".join(head) + " |", "|---|---|---|---:|---:|---|",
                        *("| " + " | ".join(cells) + " |" for cells in body)])
     planned = len(ATARI_THREE["games"]) * len(ATARI_THREE["variants"]) * ATARI_THREE["seeds"]
-    # timing.parquet's wall_time runs on across resumes: its last value is a run's training time over all parts
-    if "wall_time" in updates:
-        hours = updates.groupby("run_id")["wall_time"].max().sum() / 3600
-    else:  # records without timing.parquet: the manifests' time of the last part
-        hours = pd.to_numeric(manifests["wall_seconds"], errors="coerce").sum() / 3600
+    # wall_seconds covers every part of a run resumed from checkpoints (the driver's clock carries on)
+    hours = pd.to_numeric(manifests["wall_seconds"], errors="coerce").sum() / 3600
     note = (f"{len(manifests)} of the {planned} runs of ./repro atari-three published (PPO, then A2C, on "
             f"{', '.join(ATARI_THREE['games'])}; 10M agent steps = 40M frames, 3 seeds), {hours:.1f} core-hours of "
             "training. Score: mean raw game score of a run's last 100 training episodes (Table 6). The t interval "
