@@ -245,8 +245,8 @@ def verdict_line(row: dict, paper_frames: float) -> str:
     if not math.isnan(row["diff_ci_low"]):
         sign = "crosses zero: not distinguishable" if row["diff_ci_low"] <= 0 <= row["diff_ci_high"] else (
             "above it" if row["diff_ci_low"] > 0 else "below it")
-        text += (f"; vs {row['ref_algo']} {row['ref_mean']:,.1f}: difference "
-                 f"{row['diff_vs_ref']:+,.1f}, Welch 95% {row['diff_ci_low']:+,.1f} to {row['diff_ci_high']:+,.1f}, {sign}")
+        text += (f"; vs {row['ref_algo']} {row['ref_mean']:,.1f}: difference {row['diff_vs_ref']:+,.1f}, "
+                 f"Welch 95% {row['diff_ci_low']:+,.1f} to {row['diff_ci_high']:+,.1f}, {sign}")
     return text
 
 

@@ -52,6 +52,79 @@ class RunResult:
     derived_seeds: dict
 
 
+@dataclass
+class GroupProgress:
+    """What a group's training has recorded so far, per run; with the algorithm's, environments' and sampling
+    state, what a checkpoint holds (its keys are :data:`CHECKPOINT_KEYS`, unchanged since 2026-11-26)."""
+
+    update_rows: list[list[dict]]
+    timing_rows: list[list[dict]]  # wall-clock measures, kept apart from the deterministic records
+    alive: np.ndarray
+    diverged: list[tuple[int | None, str | None]]
+    parts: list[dict]  # where each stretch of the training ran (docs/reproducibility.md)
+    iteration: int = 0
+
+    @classmethod
+    def start(cls, runs: int, code: dict) -> GroupProgress:
+        return cls([[] for _ in range(runs)], [[] for _ in range(runs)], np.ones(runs, dtype=bool),
+                   [(None, None)] * runs, [training_part(0, 0, code)])
+
+    def restore(self, state: dict, step: int, code: dict) -> None:
+        """Take a checkpoint's records; ``step`` and ``code`` start the new part."""
+        runs = len(self.alive)
+        self.update_rows, self.timing_rows = state["update_rows"], state["timing_rows"]
+        self.alive, self.diverged = np.array(state["alive"]), [tuple(x) for x in state["diverged"]]
+        self.iteration = int(state["iteration"])
+        # a checkpoint from before parts were recorded: its first part's processor is unknown
+        self.parts = [*state.get("parts", [{"from_iteration": 0, "from_step": 0, "platform": None}]),
+                      training_part(self.iteration, step, code)]
+        if (len(self.update_rows) != runs or len(self.timing_rows) != runs or self.alive.shape != (runs,)
+                or len(self.diverged) != runs):
+            raise ValueError(f"it holds the records of {len(self.update_rows)} runs, the group has {runs}")
+
+    def record(self, recorded: np.ndarray, steps: np.ndarray, steps_before: np.ndarray,
+               stats: dict[str, np.ndarray], finite: np.ndarray, seconds: float, rollout_seconds: float,
+               wall_time: float) -> list[int]:
+        """This iteration's rows for the runs still recording; the runs that diverged in it are returned."""
+        iteration, newly_diverged = self.iteration, []
+        for g in np.flatnonzero(recorded):
+            self.update_rows[g].append({
+                "update": iteration, "global_step": int(steps[g]), **{k: float(v[g]) for k, v in stats.items()},
+                "diverged": not bool(finite[g]),
+            })
+            self.timing_rows[g].append({
+                "update": iteration, "global_step": int(steps[g]),
+                "sps": float(steps[g] - steps_before[g]) / seconds, "rollout_seconds": rollout_seconds,
+                "optimize_seconds": seconds - rollout_seconds, "wall_time": wall_time,
+            })
+            if not finite[g]:
+                self.alive[g] = False
+                self.diverged[g] = (int(steps[g]), "non-finite loss, parameters or KL after update")
+                newly_diverged.append(int(g))
+        return newly_diverged
+
+
+def check_group(specs: list[RunSpec]) -> None:
+    """Runs share a group only with the same task and every setting that is not per-run."""
+    first = specs[0]
+    for s in specs:
+        if s.task != first.task or s.config.structural_key() != first.config.structural_key():
+            raise ValueError(f"run {s.run_id} cannot share a group with {first.run_id}: "
+                             "task, algorithm or a setting that is not per-run differ")
+
+
+def iteration_stats(stats: dict, algo, spec) -> tuple[dict[str, np.ndarray], np.ndarray, float]:
+    """What one iteration of the algorithm returned (``stats``), as statistics per run (float64); which runs
+    are still finite (parameters and every statistic not allowed NaN); and the rollout's seconds."""
+    rollout_seconds = stats.pop("rollout_seconds", math.nan)
+    runs = len(algo.finite())
+    stats = {k: np.asarray(v.detach() if isinstance(v, torch.Tensor) else v, dtype=np.float64).reshape(runs)
+             for k, v in stats.items()}
+    finite = algo.finite().numpy() & np.all([np.isfinite(v) | np.isnan(v) & (k in spec.nan_allowed)
+                                             for k, v in stats.items()], axis=0)
+    return stats, finite, rollout_seconds
+
+
 def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
                 checkpoint_every: int = 0, max_iterations: int | None = None) -> list[RunResult]:
     """Train the runs of ``specs`` together. With ``checkpoint``, the whole group state is saved there
@@ -60,34 +133,23 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
     the records then being the start of the full runs' (``ppo.training.verify``); such records are never written."""
     if max_iterations is not None and any(s.out_dir is not None for s in specs):
         raise ValueError("max_iterations trains the start of a run only: its records are not to be written")
-    cfg, task = specs[0].config, specs[0].task
-    for s in specs:
-        if s.task != task or s.config.structural_key() != cfg.structural_key():
-            raise ValueError(f"run {s.run_id} cannot share a group with {specs[0].run_id}: "
-                             "task, algorithm or a setting that is not per-run differ")
-    G = len(specs)
+    check_group(specs)
+    cfg, task, G = specs[0].config, specs[0].task, len(specs)
 
     # ---- set-up: per-run seeds and environments; the algorithm builds its networks from the context
     code = records.git_state()  # at the start: the code that ran, even if the tree changes during training
     ctx = group_context(task, [s.config for s in specs], [s.seed for s in specs])
-    seeds, start = ctx.seeds, ctx.log.start
     spec = algorithm_spec(cfg.algorithm)
     algo = spec.build(ctx)
-    update_rows = [[] for _ in range(G)]
-    timing_rows = [[] for _ in range(G)]  # wall-clock measures, kept apart from the deterministic records
-    alive = np.ones(G, dtype=bool)
-    diverged = [(None, None)] * G
-    iteration = 0
-    # Where each part of the training ran: a run resumed on another processor records both (docs/reproducibility.md)
-    parts = [training_part(0, 0, code)]
+    progress = GroupProgress.start(G, code)
     fingerprint = [(s.run_id, s.task, s.seed, json.dumps(s.config.to_dict(), sort_keys=True),
                     json.dumps(env_protocol_record(s.task, s.config), sort_keys=True), SCHEMA_VERSION) for s in specs]
 
     def save_checkpoint() -> None:
-        state = {"fingerprint": fingerprint, "iteration": iteration, "algorithm": algo.state_dict(),
+        state = {"fingerprint": fingerprint, "iteration": progress.iteration, "algorithm": algo.state_dict(),
                  "sample_rng": [g.get_state() for g in ctx.sample_gens], "envs": ctx.envs.state(),
-                 "log": ctx.log.state(), "update_rows": update_rows, "timing_rows": timing_rows, "alive": alive.tolist(), "diverged": diverged,
-                 "parts": parts}
+                 "log": ctx.log.state(), "update_rows": progress.update_rows, "timing_rows": progress.timing_rows,
+                 "alive": progress.alive.tolist(), "diverged": progress.diverged, "parts": progress.parts}
         records.atomic_write(checkpoint, lambda p: torch.save(state, p))
 
     state = load_checkpoint(Path(checkpoint), log) if checkpoint is not None else None
@@ -96,85 +158,79 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
             log(f"checkpoint {checkpoint} belongs to other runs or settings; starting from scratch")
         else:
             try:
-                algo.load_state_dict(state["algorithm"])
-                for g, rng in zip(ctx.sample_gens, state["sample_rng"], strict=True):
-                    g.set_state(rng)
-                ctx.envs.load_state(state["envs"])
-                ctx.log.load_state(state["log"])
-                update_rows, timing_rows = state["update_rows"], state["timing_rows"]
-                alive, diverged = np.array(state["alive"]), [tuple(x) for x in state["diverged"]]
-                iteration = int(state["iteration"])
-                # a checkpoint from before parts were recorded: its first part's processor is unknown
-                parts = [*state.get("parts", [{"from_iteration": 0, "from_step": 0, "platform": None}]),
-                         training_part(iteration, int(ctx.log.steps.min()), code)]
-                if len(update_rows) != G or len(timing_rows) != G or alive.shape != (G,) or len(diverged) != G:
-                    raise ValueError(f"it holds the records of {len(update_rows)} runs, the group has {G}")
+                restore_group(state, algo, ctx, progress, code)
             except Exception as err:  # noqa: BLE001 - half-restored state: set the file aside, start afresh
                 ctx.envs.close()
                 set_aside(Path(checkpoint), err, log)
                 return train_group(specs, log, checkpoint, checkpoint_every)
-            start = ctx.log.start
-            log(f"resumed from {checkpoint} at iteration {iteration + 1}")
+            log(f"resumed from {checkpoint} at iteration {progress.iteration + 1}")
 
     def budget_left() -> np.ndarray:
         if algo.num_iterations is not None:
-            return np.full(G, iteration < algo.num_iterations)
+            return np.full(G, progress.iteration < algo.num_iterations)
         return ctx.log.steps < cfg.total_steps  # CEM: generations until each run spent its steps
 
     last_log = 0.0
-    while alive.any() and (budget_left() & alive).any() and (max_iterations is None or iteration < max_iterations):
+    while (progress.alive.any() and (budget_left() & progress.alive).any()
+           and (max_iterations is None or progress.iteration < max_iterations)):
         t0 = time.perf_counter()
-        recorded = alive & budget_left()
+        recorded = progress.alive & budget_left()
         steps_before = ctx.log.steps.copy()
-        stats = algo.iterate(iteration)
-        rollout_seconds = stats.pop("rollout_seconds", math.nan)
-        stats = {k: np.asarray(v.detach() if isinstance(v, torch.Tensor) else v, dtype=np.float64).reshape(G)
-                 for k, v in stats.items()}
-        finite = algo.finite().numpy() & np.all([np.isfinite(v) | np.isnan(v) & (k in spec.nan_allowed)
-                                                 for k, v in stats.items()], axis=0)
+        stats, finite, rollout_seconds = iteration_stats(algo.iterate(progress.iteration), algo, spec)
         seconds = time.perf_counter() - t0
-        for g in np.flatnonzero(recorded):
-            update_rows[g].append({
-                "update": iteration, "global_step": int(ctx.log.steps[g]), **{k: float(v[g]) for k, v in stats.items()},
-                "diverged": not bool(finite[g]),
-            })
-            timing_rows[g].append({
-                "update": iteration, "global_step": int(ctx.log.steps[g]),
-                "sps": float(ctx.log.steps[g] - steps_before[g]) / seconds, "rollout_seconds": rollout_seconds,
-                "optimize_seconds": seconds - rollout_seconds, "wall_time": time.perf_counter() - start,
-            })
-            if not finite[g]:
-                alive[g] = False
-                diverged[g] = (int(ctx.log.steps[g]), "non-finite loss, parameters or KL after update")
-                log(f"[{specs[g].run_id}] diverged at step {int(ctx.log.steps[g])}; recorded, the group goes on")
-        iteration += 1
-        ctx.log.recording = alive & budget_left()
+        for g in progress.record(recorded, ctx.log.steps, steps_before, stats, finite, seconds, rollout_seconds,
+                                 time.perf_counter() - ctx.log.start):
+            log(f"[{specs[g].run_id}] diverged at step {int(ctx.log.steps[g])}; recorded, the group goes on")
+        progress.iteration += 1
+        ctx.log.recording = progress.alive & budget_left()
         done = min(1.0, float(np.mean(np.minimum(ctx.log.steps, cfg.total_steps))) / cfg.total_steps)
-        if time.perf_counter() - last_log > 10 or iteration == 1 or done >= 1:  # a line per ~10 s at most (the progress display reads it)
+        if time.perf_counter() - last_log > 10 or progress.iteration == 1 or done >= 1:  # the progress display reads it
             last_log = time.perf_counter()
-            elapsed = last_log - start
-            log(f"iteration {iteration}  step {int(ctx.log.steps.min()):,}/{cfg.total_steps:,}  "
-                f"{float((ctx.log.steps - steps_before).sum()) / seconds:,.0f} steps/s (group of {G})  "
-                f"ETA {elapsed / max(done, 1e-9) * (1 - done) / 60:.1f} min  "
-                f"recent return {ctx.log.recent_return():.1f}  alive {alive.sum()}/{G}")
-        if checkpoint is not None and checkpoint_every and iteration % checkpoint_every == 0:
+            steps_per_second = float((ctx.log.steps - steps_before).sum()) / seconds
+            log(progress_line(progress, ctx, cfg.total_steps, done, steps_per_second))
+        if checkpoint is not None and checkpoint_every and progress.iteration % checkpoint_every == 0:
             save_checkpoint()
     ctx.envs.close()
 
-    results = []
-    for g, spec in enumerate(specs):
-        ep = pd.DataFrame(ctx.log.episodes[g], columns=records.EPISODE_COLUMNS)
-        ep = ep.astype({"global_step": "int64", "episode_length": "int64"})
-        status = "completed" if alive[g] else "diverged"
-        timing = pd.DataFrame(timing_rows[g], columns=records.TIMING_COLUMNS)
-        result = RunResult(spec, ep, pd.DataFrame(update_rows[g]), timing, status, *diverged[g], seeds[g])
-        if spec.out_dir is not None:
+    results = [group_result(g, spec_g, ctx, progress) for g, spec_g in enumerate(specs)]
+    for g, result in enumerate(results):
+        if result.spec.out_dir is not None:
             write_run(result, algo.run_model(g), group=[s.run_id for s in specs],
-                      wall_seconds=time.perf_counter() - start, git=code, parts=parts)
-        results.append(result)
+                      wall_seconds=time.perf_counter() - ctx.log.start, git=code, parts=progress.parts)
     if checkpoint is not None and max_iterations is None:
         Path(checkpoint).unlink(missing_ok=True)  # every record is written; nothing left to resume
     return results
+
+
+def restore_group(state: dict, algo, ctx, progress: GroupProgress, code: dict) -> None:
+    """Put a checkpoint's state back: the algorithm's, the sampling generators', the environments' (emulator
+    states included), the episode log's and the records so far."""
+    algo.load_state_dict(state["algorithm"])
+    for g, rng in zip(ctx.sample_gens, state["sample_rng"], strict=True):
+        g.set_state(rng)
+    ctx.envs.load_state(state["envs"])
+    ctx.log.load_state(state["log"])  # its clock carries on: wall times and wall_seconds cover every part
+    progress.restore(state, int(ctx.log.steps.min()), code)
+
+
+def progress_line(progress: GroupProgress, ctx, total_steps: int, done: float, steps_per_second: float) -> str:
+    """The line the progress display and the job's log read."""
+    elapsed = time.perf_counter() - ctx.log.start
+    runs = len(progress.alive)
+    return (f"iteration {progress.iteration}  step {int(ctx.log.steps.min()):,}/{total_steps:,}  "
+            f"{steps_per_second:,.0f} steps/s (group of {runs})  "
+            f"ETA {elapsed / max(done, 1e-9) * (1 - done) / 60:.1f} min  "
+            f"recent return {ctx.log.recent_return():.1f}  alive {progress.alive.sum()}/{runs}")
+
+
+def group_result(g: int, spec: RunSpec, ctx, progress: GroupProgress) -> RunResult:
+    """Run ``g``'s records as tables."""
+    episodes = pd.DataFrame(ctx.log.episodes[g], columns=records.EPISODE_COLUMNS)
+    episodes = episodes.astype({"global_step": "int64", "episode_length": "int64"})
+    timing = pd.DataFrame(progress.timing_rows[g], columns=records.TIMING_COLUMNS)
+    status = "completed" if progress.alive[g] else "diverged"
+    return RunResult(spec, episodes, pd.DataFrame(progress.update_rows[g]), timing, status, *progress.diverged[g],
+                     ctx.seeds[g])
 
 
 CHECKPOINT_KEYS = {"fingerprint", "iteration", "algorithm", "sample_rng", "envs", "log", "update_rows", "timing_rows",
