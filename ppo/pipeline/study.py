@@ -207,6 +207,47 @@ def load_study(name: str, scale: str, seeds: int | None = None, experiments_dir:
     if kind == "rlhf":
         return load_rlhf_study(name, scale, data, path, seeds, experiments_dir / "rlhf")
     check_keys(data, STUDY_KEYS, {"tasks", "variants", "scales", "anchor"}, path)
+    sc, total_steps, n_seeds = _scale(data, scale, seeds, path)
+    tasks = study_tasks = check_name_list(data["tasks"], "tasks", path)
+    task_field = f"scales.{scale}.tasks" if "tasks" in sc else "tasks"  # a scale's own list replaces it
+    if "tasks" in sc:
+        tasks = check_name_list(sc["tasks"], task_field, path)
+    for task in tasks:
+        family_of(task).check(task, f"{path}: field {task_field}")
+    # a scale's own list replaces the study's (a variant that cannot mean itself at that budget is left out)
+    variant_field = f"scales.{scale}.variants" if "variants" in sc else "variants"
+    names = _variant_names(check_name_list(sc.get("variants", data["variants"]), variant_field, path),
+                           variant_field, path, experiments_dir)
+    anchor = data["anchor"]
+    if not isinstance(anchor, str):
+        raise ConfigError(f"{path}: field anchor must be a variant name, got {show(anchor)}")
+    if anchor not in names:
+        raise ConfigError(f"{path}: field anchor {show(anchor)} is not one of the study's variants {names}")
+    presets = _preset_substitutions(data.get("presets", {}), path, experiments_dir)
+    variants = tuple(load_variant(n, experiments_dir, presets=presets, total_steps=total_steps) for n in names)
+    unused = sorted(set(presets) - {v.named_preset for v in variants})
+    if unused:  # a typo would otherwise leave the variants on their own preset without a word
+        named = sorted({v.named_preset or v.preset.name for v in variants})
+        raise ConfigError(f"{path}: field presets: no variant of the study names preset {unused[0]!r} (its variants "
+                          f"name {named})")
+    _check_rows_and_labels(variants, name)
+    _check_tasks_fit(variants, tasks, task_field, path)
+    names_of_tasks = {task_name(t) for t in study_tasks}
+    for variant in variants:  # a claim about a task the study never trains could never be checked
+        unknown = [t for t in (variant.claim.tasks if variant.claim else ()) if t not in names_of_tasks]
+        if unknown:
+            raise ConfigError(f"{variant.path}: field claim.tasks: {unknown[0]!r} is not a task of study {name} "
+                              f"({path}: tasks {sorted(names_of_tasks)})")
+    report = data.get("report", "table1")
+    if report not in REPORTS:
+        raise ConfigError(f"{path}: field report must be one of {list(REPORTS)}, got {show(report)}")
+    return Study(name, scale, sc["label"], sc.get("reduced", True), tasks, variants, n_seeds,
+                 total_steps, anchor, path, report, tuple(presets.items()))
+
+
+def _scale(data: dict, scale: str, seeds: int | None, path: Path) -> tuple[dict, int, int]:
+    """The study's ``scales.<scale>`` section checked, its steps per run, and its number of seeds (or
+    ``seeds``, the pipeline config's override)."""
     scales = check_mapping(data["scales"], "scales", path)
     if scale not in scales:
         raise ConfigError(f"{path}: scale {scale!r} (config scale) is not defined; "
@@ -223,80 +264,63 @@ def load_study(name: str, scale: str, seeds: int | None = None, experiments_dir:
         n_seeds = check_positive_int(sc["seeds"], f"scales.{scale}.seeds", path, MAX_SEEDS)
     else:
         n_seeds = check_positive_int(seeds, "seeds", f"pipeline config (overriding {path} scales.{scale}.seeds)", MAX_SEEDS)
-    tasks = study_tasks = check_name_list(data["tasks"], "tasks", path)
-    task_field = f"scales.{scale}.tasks" if "tasks" in sc else "tasks"  # a scale's own list replaces it
-    if "tasks" in sc:
-        tasks = check_name_list(sc["tasks"], task_field, path)
-    for task in tasks:
-        family_of(task).check(task, f"{path}: field {task_field}")
-    # a scale's own list replaces the study's (a variant that cannot mean itself at that budget is left out)
-    variant_field = f"scales.{scale}.variants" if "variants" in sc else "variants"
-    patterns = check_name_list(sc.get("variants", data["variants"]), variant_field, path)
-    anchor = data["anchor"]
-    if not isinstance(anchor, str):
-        raise ConfigError(f"{path}: field anchor must be a variant name, got {show(anchor)}")
-    # numbers in names compared as numbers: kl_fixed_0.3, _1, _3, _10 (the paper's order), not _1, _10, _3
+    return sc, total_steps, n_seeds
+
+
+def _variant_names(patterns: list[str], field: str, path: Path, experiments_dir: Path) -> list[str]:
+    """The variant files the study's patterns match, in natural order (numbers in names compared as numbers:
+    kl_fixed_0.3, _1, _3, _10, the paper's order, not _1, _10, _3); overlapping patterns are fine."""
     available = sorted((p.stem for p in (experiments_dir / "variants").glob("*.yaml")), key=_natural_key)
     names: list[str] = []
     for pattern in patterns:
         matched = fnmatch.filter(available, pattern)
         if not matched:
-            raise ConfigError(f"{path}: field {variant_field}: entry {show(pattern)} matches no file in "
+            raise ConfigError(f"{path}: field {field}: entry {show(pattern)} matches no file in "
                               f"{experiments_dir / 'variants'}")
-        names += [m for m in matched if m not in names]  # overlapping patterns are fine
+        names += [m for m in matched if m not in names]
     folded = {}
     for variant_name in names:  # one folder on a case-insensitive file system: the runs would overwrite each other
         first = folded.setdefault(variant_name.casefold(), variant_name)
         if first != variant_name:
-            raise ConfigError(f"{path}: field {variant_field}: variants {first!r} and {variant_name!r} differ only by "
+            raise ConfigError(f"{path}: field {field}: variants {first!r} and {variant_name!r} differ only by "
                               f"case; rename one of experiments/variants/{variant_name}.yaml")
-    if anchor not in names:
-        raise ConfigError(f"{path}: field anchor {show(anchor)} is not one of the study's variants {names}")
-    presets = _preset_substitutions(data.get("presets", {}), path, experiments_dir)
-    variants = tuple(load_variant(n, experiments_dir, presets=presets, total_steps=total_steps) for n in names)
-    unused = sorted(set(presets) - {v.named_preset for v in variants})
-    if unused:  # a typo would otherwise leave the variants on their own preset without a word
-        named = sorted({v.named_preset or v.preset.name for v in variants})
-        raise ConfigError(f"{path}: field presets: no variant of the study names preset {unused[0]!r} (its variants "
-                          f"name {named})")
+    return names
+
+
+def _check_rows_and_labels(variants: tuple[Variant, ...], study: str) -> None:
+    """A label names a row of every table and a line of every figure, and a paper row (Table 1's number)
+    is printed beside one of our rows: each belongs to one variant of the study."""
     labels: dict[str, Variant] = {}
-    for variant in variants:  # a label names a row of every table and a line of every figure
+    rows: dict[tuple, Variant] = {}
+    for variant in variants:
         if variant.label in labels:
             raise ConfigError(f"{variant.path}: field label {variant.label!r} is already the label of "
-                              f"{labels[variant.label].path.name}; each variant of study {name} needs its own")
+                              f"{labels[variant.label].path.name}; each variant of study {study} needs its own")
         labels[variant.label] = variant
-    rows: dict[tuple, Variant] = {}
-    for variant in variants:  # the paper's number would be printed beside two of our rows
         row = (variant.paper_row["setting"], variant.paper_row["param"]) if variant.paper_row else None
         if row in rows:
             raise ConfigError(f"{variant.path}: field paper_row {{setting: {row[0]}, param: {row[1]!r}}} is already "
                               f"claimed by {rows[row].path.name}; each row of Table 1 belongs to one variant of "
-                              f"study {name}")
+                              f"study {study}")
         if row is not None:
             rows[row] = variant
-    for variant in variants:  # an Atari variant needs Atari tasks (and a MuJoCo one MuJoCo tasks)
+
+
+def _check_tasks_fit(variants: tuple[Variant, ...], tasks: tuple[str, ...], task_field: str, path: Path) -> None:
+    """Every variant can train every task: an Atari variant needs Atari tasks (a MuJoCo one MuJoCo tasks), and
+    discrete actions an algorithm implemented for them."""
+    takers = [name for name, spec in specs().items() if spec.discrete_mlp]
+    for variant in variants:
         wrong = [t for t in tasks if family_of(t).observation != variant.config.observation]
         if wrong:
             kind = "an Atari" if variant.config.observation == "pixels" else "a vector-observation (MLP)"
             raise ConfigError(f"{path}: field {task_field}: {wrong[0]!r} cannot be trained by variant "
                               f"{variant.name} ({variant.path}), {kind} configuration (network {variant.config.network})")
         discrete = [t for t in tasks if family_of(t).observation == "vector" and family_of(t).discrete(t)]
-        takers = [name for name, spec in specs().items() if spec.discrete_mlp]
         if discrete and variant.config.algorithm not in takers:
             raise ConfigError(f"{path}: field {task_field}: {discrete[0]!r} has discrete actions, which variant "
                               f"{variant.name} ({variant.path}) cannot train: algorithm {variant.config.algorithm} is "
                               f"implemented for continuous actions only (discrete: {', '.join(takers)})")
-    names_of_tasks = {task_name(t) for t in study_tasks}
-    for variant in variants:  # a claim about a task the study never trains could never be checked
-        unknown = [t for t in (variant.claim.tasks if variant.claim else ()) if t not in names_of_tasks]
-        if unknown:
-            raise ConfigError(f"{variant.path}: field claim.tasks: {unknown[0]!r} is not a task of study {name} "
-                              f"({path}: tasks {sorted(names_of_tasks)})")
-    report = data.get("report", "table1")
-    if report not in REPORTS:
-        raise ConfigError(f"{path}: field report must be one of {list(REPORTS)}, got {show(report)}")
-    return Study(name, scale, sc["label"], sc.get("reduced", True), tasks, variants, n_seeds,
-                 total_steps, anchor, path, report, tuple(presets.items()))
 
 
 def _preset_substitutions(value, path: Path, experiments_dir: Path) -> dict[str, str]:
