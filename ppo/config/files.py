@@ -37,7 +37,7 @@ class _StrictLoader(yaml.SafeLoader):
 
     def compose_node(self, parent, index):
         if self.check_event(yaml.AliasEvent):
-            raise yaml.composer.ComposerError(None, None, "aliases (*name) are not allowed in experiment files",
+            raise yaml.composer.ComposerError(None, None, "aliases (*name) are not allowed in this project's YAML files",
                                               self.peek_event().start_mark)
         self._depth = getattr(self, "_depth", 0) + 1
         try:
