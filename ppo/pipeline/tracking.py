@@ -14,8 +14,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import sys
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pandas as pd
 
@@ -93,6 +95,24 @@ def export_run(run_dir: Path, mode: str = "offline", project: str = "ppo-repro",
     return run_id
 
 
+DEFAULT_SERVER = "https://api.wandb.ai"
+
+
+def unreachable(url: str, timeout: float = 10.0) -> str | None:
+    """Why the wandb server at ``url`` cannot be reached (a TCP connection within ``timeout`` seconds), or None.
+    Asked before any export in online mode: without a network wandb retries for minutes, then prints its
+    stack twice; this says it in one line at once."""
+    parsed = urlparse(url)
+    host, port = parsed.hostname, parsed.port or (443 if parsed.scheme == "https" else 80)
+    if not host:
+        return f"{url!r} is not a server address"
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as err:
+        return f"cannot connect to {host}:{port} ({err.strerror or type(err).__name__})"
+    return None
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--mode", default="offline", choices=["offline", "online"])
@@ -104,6 +124,14 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.mode == "offline":
         os.environ["WANDB_MODE"] = "offline"  # belt and braces: no network even if a key is configured
+    else:
+        server = os.environ.get("WANDB_BASE_URL", DEFAULT_SERVER)
+        problem = unreachable(server)
+        if problem:
+            print(f"error: wandb mode online: {problem}; nothing was exported and the records are untouched. "
+                  "Set wandb: {mode: offline} in config/config.yaml (then `wandb sync` the runs where there is a "
+                  "network), or tracking: none", file=sys.stderr)
+            return 2
     try:
         ids = [export_run(d, args.mode, args.project, args.dir, args.entity) for d in args.run_dirs]
     except RunDataError as err:
