@@ -37,6 +37,17 @@ if config["scale"] == "paper" and len(STUDIES) > 1 and any(family_of(t).name == 
 
 from ppo.training.layout import RUN_FILES
 
+# Snakemake's planning time grows faster than the number of run files (it matches every requested file against
+# the rules that could make it): 2,200 runs plan in 18 s, 4,400 in 59 s, 22,000 in about half an hour, in
+# silence (2026-11-27, AMD EPYC). A plan beyond MAX_PLANNED_RUNS is refused at once, in one line.
+MAX_PLANNED_RUNS = 3000
+_planned = sum(len(s.runs()) for s in STUDIES)
+if _planned > MAX_PLANNED_RUNS:
+    raise WorkflowError(
+        f"{_planned:,} runs asked for (studies {', '.join(s.name for s in STUDIES)}, config seeds/tasks/variants): "
+        f"more than {MAX_PLANNED_RUNS:,} runs take Snakemake minutes to hours to plan; ask for fewer seeds, or "
+        "part of a study at a time (config tasks=[...] or variants=[...]); nothing was started")
+
 for _folder in ("results", "logs"):  # Snakemake would fail on it with a traceback while planning
     if Path(_folder).exists() and not Path(_folder).is_dir():
         raise WorkflowError(f"cannot write results: {_folder} is a file, not a folder; no job was started, "
