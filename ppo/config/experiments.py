@@ -188,6 +188,24 @@ def table1_row(config: RunConfig) -> dict[str, str] | None:
     return {"setting": "fixed_kl", "param": f"beta={o.kl_beta:g}"}
 
 
+def surrogate_label(overrides: dict, config: RunConfig, path: Path) -> str:
+    """The label of a variant that only changes PPO's surrogate and gives none: Table 1's name of its objective
+    ("Clipping, ε = 0.2", "Adaptive KL, d_targ = 0.01", "Fixed KL, β = 3", "No clipping or penalty"), so that
+    the file states ε (or β, d_targ) once. Any other variant names itself (field label)."""
+    row = table1_row(config)
+    if row is None or set(overrides) != {"ppo"} or set(overrides["ppo"]) != {"objective"}:
+        raise ConfigError(f"{path}: missing field(s) ['label'] (only a variant whose overrides change ppo.objective "
+                          "alone, to a surrogate of Table 1's kind, is named after its objective)")
+    o = config.ppo.objective
+    if row["setting"] == "no_clipping_or_penalty":
+        return "No clipping or penalty"
+    if row["setting"] == "clipping":
+        return f"Clipping, ε = {o.clip_epsilon:g}"
+    if row["setting"] == "adaptive_kl":
+        return f"Adaptive KL, d_targ = {o.kl_target:g}"
+    return f"Fixed KL, β = {o.kl_beta:g}"
+
+
 def table1_rows() -> set[tuple[str, str]]:
     """(setting, param) of every row of the paper's Table 1 (reference/ppo2017_table1.csv)."""
     try:
@@ -229,9 +247,9 @@ def load_variant(name: str, experiments_dir: Path = EXPERIMENTS_DIR, *, presets:
     path = experiments_dir / "variants" / f"{name}.yaml"
     check_name(name, "variant name", str(path))
     data = read_yaml(path)
-    check_keys(data, {"label", "preset", "overrides", "paper_row", "description", "claim"}, {"label", "preset"},
-                path)
-    check_label(data["label"], str(path))
+    check_keys(data, {"label", "preset", "overrides", "paper_row", "description", "claim"}, {"preset"}, path)
+    if "label" in data:
+        check_label(data["label"], str(path))
     description = data.get("description")
     if description is not None and (not isinstance(description, str) or len(description) > MAX_DESCRIPTION
                                     or not " ".join(description.split()).isprintable()):
@@ -263,7 +281,8 @@ def load_variant(name: str, experiments_dir: Path = EXPERIMENTS_DIR, *, presets:
                           f"variant's objective makes), got {show(paper_row)}")
     row = paper_row_of(overrides, config, path) if paper_row else None
     claim = load_claim(data["claim"], path, config) if data.get("claim") is not None else None
-    return Variant(name, data["label"], preset, overrides, config, row, path,
+    label = data["label"] if "label" in data else surrogate_label(overrides, config, path)
+    return Variant(name, label, preset, overrides, config, row, path,
                    description=" ".join(description.split()) if description else None,
                    named_preset=named if named != preset_name else "", claim=claim)
 
