@@ -7,7 +7,7 @@
 
 Per task, environment steps/s on one core, median of ``--repeats``, the three measures interleaved:
   lockstep  ppo.envs.lockstep.LockstepEnvs: N gymnasium environments in a Python loop (what training steps today)
-  batched   ppo.envs.mujoco.BatchedMujocoEnvs: the same trajectories bit for bit (tests/test_mujoco_batch.py)
+  batched   ppo.envs.mujoco.BatchedMujocoEnvs: the same trajectories bit for bit (tests/envs/test_mujoco_batch.py)
   floor     mj_step(nstep=frame_skip) on N MjData with the controls set, nothing else: no observation,
             reward, time limit or reset (a fallen Hopper stays on the ground), so not the same states
 All three get the same presampled random actions. Ratios are against ``lockstep`` of the same repeat set.

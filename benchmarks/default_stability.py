@@ -19,11 +19,9 @@ from pathlib import Path
 import pandas as pd
 from scipy.stats import spearmanr
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from analysis.io import load_random, load_study  # noqa: E402
-from analysis.scores import final_scores  # noqa: E402
-from analysis.table1 import TIE_MARGIN, clearly_below, table1  # noqa: E402
+from analysis.io import load_random, load_study
+from analysis.scores import final_scores
+from analysis.table1 import TIE_MARGIN, clearly_below, table1
 
 
 def verdicts(table: pd.DataFrame) -> tuple[str, set[str]]:

@@ -73,7 +73,6 @@ import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from ppo.rlhf.config import RLHFConfig, load_variant  # noqa: E402
 from ppo.rlhf.language import BOS, EOS, FIRST_WORD, Language  # noqa: E402

@@ -195,7 +195,7 @@ def package_at(rev: str) -> str:
         except OSError:  # another process (--jobs) extracted it first
             shutil.rmtree(work, ignore_errors=True)
     if str(folder) not in sys.path:
-        sys.path.insert(0, str(folder))
+        sys.path.insert(0, str(folder))  # --against: the old revision's package, imported beside ours by name
     return name
 
 

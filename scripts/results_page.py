@@ -19,13 +19,11 @@ import shutil
 import sys
 from pathlib import Path
 
+from analysis.report_tables import NOTES_HEADING
+from ppo.pipeline.publish import STUDIES
+from ppo.pipeline.study import load_study
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from analysis.report_tables import NOTES_HEADING  # noqa: E402
-from ppo.pipeline.publish import STUDIES  # noqa: E402
-from ppo.pipeline.study import load_study  # noqa: E402
-
 SCALE = "paper"
 # Per report type, what the page shows, in order ({anchor}: the study's anchor, as ppo/pipeline/reports.py names it).
 PAGE = {

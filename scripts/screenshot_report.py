@@ -9,8 +9,8 @@ figure or table view, named after the result (``NN_table1.html.png``, ``NN_curve
 It drives headless Chromium (Debian package ``chromium``) over the Chrome DevTools protocol through a pipe
 (``--remote-debugging-pipe``), so it needs no Python package beyond the standard library. The browser runs
 with every network route closed: host names do not resolve, and the page's only route out is a local
-listener that answers nothing and records every connection. ``tests/test_report_html.py`` uses the same driver to check
-that the report renders completely offline.
+listener that answers nothing and records every connection. ``tests/workflow/test_report_html.py`` uses the same
+driver to check that the report renders completely offline.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A real single-node SLURM cluster on this machine, with job accounting, for tests/test_slurm.py and for
+# A real single-node SLURM cluster on this machine, with job accounting, for tests/workflow/test_slurm.py and for
 # trying profiles/slurm without a cluster:
 #
 #   scripts/slurm_cluster.sh install   # Debian packages: munge slurmctld slurmd slurm-client slurmdbd mariadb-server

@@ -13,7 +13,7 @@ One iteration, top to bottom:
       an average policy, z* = g − max(0, (kᵀg − δ)/‖k‖²)·k; the average policy follows θ after every step.
 
 Every loss is a [G] vector (one entry per run) and is summed before backward: d(sum)/d(run g's slice) is
-run g's own gradient, so runs stay independent (tests/test_a2c.py checks bit-identity).
+run g's own gradient, so runs stay independent (tests/algorithms/test_a2c.py checks bit-identity).
 """
 from __future__ import annotations
 

@@ -49,7 +49,7 @@ from .schedule import annealed
 EPS = 1e-6  # baselines acer: eps in f/(μ + eps), log(f + eps), c/(ρ + eps), f_pol/(f + eps), and the entropy
 
 
-# ---- the loss, as functions of plain tensors (tests/test_acer.py checks them by hand)
+# ---- the loss, as functions of plain tensors (tests/algorithms/test_acer.py checks them by hand)
 
 
 def retrace_targets(rewards: torch.Tensor, dones: torch.Tensor, q_taken: torch.Tensor, values: torch.Tensor,
@@ -407,6 +407,7 @@ SPEC = AlgorithmSpec(
     # 2 actors x 5 steps per iteration, 8 iterations; replay from the 2nd, a ring of 4 segments
     tiny={"total_steps": 80, "num_envs": 2, "horizon": 5, "acer": {"buffer_size": 20, "replay_start": 10}},
     tiny_task="ALE/Pong-v5",
-    group_exact=False,  # a grouped convolution may sum in another order (tests/test_convnet.py)
-    learning=(),  # no Atari game learns in a test's budget: its loss is checked by hand in tests/test_acer.py
+    group_exact=False,  # a grouped convolution may sum in another order (tests/nn/test_convnet.py)
+    # no Atari game learns in a test's budget: its loss is checked by hand in tests/algorithms/test_acer.py
+    learning=(),
 )

@@ -120,7 +120,7 @@ def fit_value(agent, optimizer: torch.optim.Optimizer, value_mask: torch.Tensor,
 
     ``optimizer`` must step only through gradients: the gradient is masked to ``value_mask`` before each step,
     so an Adam whose state outside the value columns is zero (a separate Adam for the value network) leaves
-    every other parameter bit-unchanged (tests/test_trpo.py).
+    every other parameter bit-unchanged (tests/algorithms/test_trpo.py).
     """
     flat = agent.params.flat
     G, B = returns.shape

@@ -39,7 +39,7 @@ def adapt_lr(lr: torch.Tensor, kl: torch.Tensor, kl_target: torch.Tensor, band: 
 class RowAdam(torch.optim.Optimizer):
     """Adam on a [G, P] parameter with one step size per row (per run), restricted to ``columns``.
 
-    The same update as torch.optim.Adam (tests/test_vpg.py compares them on one row); the gradient is
+    The same update as torch.optim.Adam (tests/algorithms/test_vpg.py compares them on one row); the gradient is
     masked to ``columns`` first, so the moments stay zero elsewhere and those entries are left bit-unchanged.
     """
 

@@ -5,7 +5,7 @@ Each module ``ppo/algorithms/<name>.py`` ends with ``SPEC = AlgorithmSpec(...)``
 The declarations hold no torch code, so the config layer reads them without the algorithms' modules. Config validation (which
 networks and action spaces it takes), the driver (which statistics may be NaN), the workflow (memory per
 job), the reports (its lines, their labels, order and published reference) and the conformance suite
-(tests/test_conformance.py: its tiny config and its learning check) read that declaration; nothing else
+(tests/algorithms/test_conformance.py: its tiny config and its learning check) read that declaration; nothing else
 lists the algorithms. Adding one is that module, a preset and a variant file.
 """
 from __future__ import annotations
@@ -56,7 +56,7 @@ class Line:
 
 @dataclass(frozen=True)
 class LearningCheck:
-    """A short real learning test (tests/test_conformance.py): the variant with ``overrides`` trained for
+    """A short real learning test (tests/algorithms/test_conformance.py): the variant with ``overrides`` trained for
     ``steps`` on ``task``; every seed's first ``start_window`` episodes average below ``start_below`` (it starts
     near the random policy) and its best mean over ``window`` consecutive episodes reaches ``threshold``.
     ``why`` says what was measured when the numbers were chosen."""

@@ -9,7 +9,7 @@ The environments are gymnasium's and ale-py's own: ``gym.make("ALE/<Game>-v5", f
 ``AtariPreprocessing`` (no-op starts, frame skip with a max over the last two frames, resize, grayscale) and
 ``FrameStackObservation``. ``AtariLockstepEnvs`` resets them through these wrappers but takes each step as they
 would, on the emulator directly (``AtariLockstepEnvs._advance``: the same frames, rewards and episode ends,
-checked against the wrappers in tests/test_atari_env.py), without their per-step overhead. Two protocol
+checked against the wrappers in tests/envs/test_atari_env.py), without their per-step overhead. Two protocol
 settings are applied by the learner, not here: the life-loss signal (``AtariLockstepEnvs.life_lost``) and
 reward clipping; the rewards and returns reported here are always raw.
 """

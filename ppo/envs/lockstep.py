@@ -22,7 +22,7 @@ class LockstepEnvs:
     and the actions taken since. ``load_state`` replays them, which gives the same state bit for bit because
     these tasks are deterministic given their generator and actions (their state lives in Python objects,
     and Box2D's world is a C++ object that cannot be read out), and checks that the replay ends on the
-    saved observation (tests/test_classic_control.py).
+    saved observation (tests/envs/test_classic_control.py).
     """
 
     discrete = False  # BatchedMujocoEnvs (MuJoCo, continuous) inherits this without calling __init__

@@ -10,7 +10,7 @@ computed for the whole group in numpy, with the same floating-point operations a
 own generator and draws, in the same order.
 
 Gymnasium stays the definition: every parameter is read from a ``gym.make`` instance of the task, and
-tests/test_mujoco_batch.py steps both side by side and requires identical results. The gymnasium family
+tests/envs/test_mujoco_batch.py steps both side by side and requires identical results. The gymnasium family
 (ppo/envs/gym.py) uses them for the tasks ``supported`` names, gymnasium's own environments for the others.
 """
 from __future__ import annotations
@@ -27,7 +27,7 @@ from gymnasium.utils import seeding
 from .lockstep import LockstepEnvs
 
 # The formulas below are those of this gymnasium release; another one falls back to its own classes
-# until tests/test_mujoco_batch.py has been run against it.
+# until tests/envs/test_mujoco_batch.py has been run against it.
 VERIFIED_GYMNASIUM = ("1.4.0",)
 
 

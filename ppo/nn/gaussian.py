@@ -1,6 +1,6 @@
 """Diagonal Gaussian policy with a state-independent log-std, in closed form.
 
-These are the formulas torch.distributions.Normal evaluates (tests/test_objective.py checks them against
+These are the formulas torch.distributions.Normal evaluates (tests/algorithms/test_objective.py checks them against
 it), written for this one case: the log-std is shared by all states of a run ([G, 1, A]), so entropy is
 a per-run constant and the KL needs one per-run term plus a squared mean difference. In the minibatch
 loop that halves the number of tensor operations, which at these sizes cost more than the arithmetic.

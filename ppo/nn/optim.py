@@ -50,7 +50,7 @@ class PerRunAdam:
     step, so skipping has to be done here: each active run's row goes through torch's fused Adam kernel as a
     tensor of its own, with that run's step count for the bias corrections. The kernel's arithmetic is the same
     as BatchedAdam's over the whole buffer (rows of a multiple of 64 floats), so with every run active the two
-    give the same bits (tests/test_batched.py).
+    give the same bits (tests/nn/test_batched.py).
     """
 
     def __init__(self, flat: nn.Parameter, lr: float, eps: float, betas: tuple[float, float] = (0.9, 0.999)):

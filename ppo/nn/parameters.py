@@ -5,7 +5,7 @@ forward pass is one ``baddbmm`` per layer for all runs. Every operation acts on 
 separately, so the gradient of the *sum* of the runs' losses with respect to row ``g`` is exactly run
 ``g``'s own gradient, and one fused Adam step over the whole tensor is G independent Adam steps.
 
-Bit-identity across group sizes (tests/test_group_training.py) needs three precautions, each below:
+Bit-identity across group sizes (tests/training/test_group_training.py) needs three precautions, each below:
 rows padded to a multiple of 64 floats, slots aligned to 16 floats, one-column layers without gemv.
 """
 from __future__ import annotations

@@ -54,7 +54,7 @@ REPORTS = {
          ("atari_runs.csv", "atari_runs.rst"), ("atari_runs.md", None),
          ("atari_table2.csv", "atari_table2.rst"), ("atari_table2.md", None),
          ("atari_aggregate.csv", "atari_aggregate.rst"), ("atari_aggregate.md", None),
-         ("atari_curves.png", "atari_curves.rst"), ("atari_curves.csv", None),
+         ("atari_curves.png", "atari_curves.rst"), ("atari_curves.csv", "atari_curves_data.rst"),
          ("atari_references.csv", "atari_references.rst"), ("atari_references.md", None)),
         headline="atari_verdicts.md",
         headline_columns=("game", "variant_label", "per_seed", "our_mean", "our_ci_low", "our_ci_high",

@@ -108,7 +108,7 @@ def shared_runs(studies: list[Study]) -> dict[tuple[str, str], tuple[Study, Run]
 
     Same task, seed and resolved configuration (config digest) means the same records: a run's results
     depend on those alone, never on its study or on the runs that share its group
-    (tests/test_group_training.py). So Figure 3's PPO runs are copies of Table 1's ε = 0.2 runs, not a
+    (tests/training/test_group_training.py). So Figure 3's PPO runs are copies of Table 1's ε = 0.2 runs, not a
     second training of them. Within one study, two identical variants both train (each is asked for)."""
     first: dict[tuple, tuple[Study, Run]] = {}
     shared = {}

@@ -1,10 +1,10 @@
 """Train a *group* of independent runs of one task in one process, with any algorithm of ppo/algorithms.
 
 The driver around the algorithms: per-run seeds and environments, the iteration loop, divergence
-detection, progress lines, checkpoints (resume is bit-identical, tests/test_checkpoint.py) and the run
+detection, progress lines, checkpoints (resume is bit-identical, tests/training/test_checkpoint.py) and the run
 records. Every run in the group has its own seeds, environments, parameters, optimizer state and
 normalizer; they share only batched tensor operations, so a run's records do not depend on which runs
-share its group (tests/test_group_training.py). The PPO update itself reads top to bottom in
+share its group (tests/training/test_group_training.py). The PPO update itself reads top to bottom in
 ppo/algorithms/ppo.py.
 """
 from __future__ import annotations
@@ -129,7 +129,7 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
                 checkpoint_every: int = 0, max_iterations: int | None = None) -> list[RunResult]:
     """Train the runs of ``specs`` together. With ``checkpoint``, the whole group state is saved there
     every ``checkpoint_every`` iterations and a later call resumes from it, with records identical to an
-    uninterrupted run (tests/test_checkpoint.py). ``max_iterations`` stops after that many iterations,
+    uninterrupted run (tests/training/test_checkpoint.py). ``max_iterations`` stops after that many iterations,
     the records then being the start of the full runs' (``ppo.training.verify``); such records are never written."""
     if max_iterations is not None and any(s.out_dir is not None for s in specs):
         raise ValueError("max_iterations trains the start of a run only: its records are not to be written")

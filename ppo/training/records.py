@@ -22,12 +22,12 @@ import pyarrow.parquet as pq
 from ..config.files import PROJECT_ROOT
 
 # episodes.parquet and updates.parquet hold only what the config and seed determine, so a rerun writes
-# byte-identical files (tests/test_group_training.py); every wall-clock measure goes to timing.parquet.
+# byte-identical files (tests/training/test_group_training.py); every wall-clock measure goes to timing.parquet.
 EPISODE_COLUMNS = ["global_step", "episode_return", "episode_length"]
 TIMING_COLUMNS = ["update", "global_step", "sps", "rollout_seconds", "optimize_seconds", "wall_time"]
 RECORD_FILES = ("episodes.parquet", "updates.parquet", "timing.parquet")  # a run's records, hashed in its manifest
 # what a run's numbers depend on: torch and numpy, each environment family's packages (ppo/envs/<family>.py
-# FAMILY.packages; tests/test_env_families.py checks they are here), the records' and the pipeline's
+# FAMILY.packages; tests/envs/test_env_families.py checks they are here), the records' and the pipeline's
 PACKAGES = ["torch", "numpy", "gymnasium", "mujoco", "ale-py", "box2d", "pandas", "pyarrow", "scipy", "snakemake",
             "opencv-python-headless"]
 

@@ -5,7 +5,7 @@
 The run is rebuilt from its own manifest (config, task, seed; a record of an older config schema is read in
 today's shape, ppo.config.schema) and trained alone for its first ``--updates`` iterations on one thread, as the
 pipeline trains; its episodes and updates so far are then compared with the recorded ones. A run's records do
-not depend on the group it was trained in (tests/test_group_training.py), so one run alone reproduces it.
+not depend on the group it was trained in (tests/training/test_group_training.py), so one run alone reproduces it.
 
 "identical" means this machine, these packages and this code reproduce the run's floats. "differs from
 episode N" with the two numerics platforms named: a run trained on another processor (vendor and SIMD level)

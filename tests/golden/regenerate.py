@@ -20,7 +20,7 @@ and a changed number shows as a one-line diff. The wall-clock table (timing) is 
 Regenerating writes this machine's platform only. It is a deliberate act: it declares the new numerics
 correct. After a deliberate change of numerics, the goldens of the other platforms are out of date until a
 machine of each regenerates them (the test says so there, naming the newer golden); published paper-scale
-runs (published/) trained with the old numerics must be re-trained or marked (tests/test_golden_records.py).
+runs (published/) trained with the old numerics must be re-trained or marked (tests/training/test_golden_records.py).
 This module is also the test's library: the list of goldens and the canonical serialisation live here.
 """
 from __future__ import annotations
@@ -38,7 +38,7 @@ from pathlib import Path
 GOLDEN_DIR = Path(__file__).resolve().parent
 REPO_ROOT = GOLDEN_DIR.parent.parent
 if __name__ == "__main__" and str(REPO_ROOT) not in sys.path[:1]:
-    sys.path.insert(0, str(REPO_ROOT))  # run as a file: train this checkout's code, not an installed copy
+    sys.path.insert(0, str(REPO_ROOT))  # run as a file: this checkout's code, not an editable install of another clone
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
@@ -117,7 +117,7 @@ GOLDENS = (
 BY_NAME = {g.name: g for g in GOLDENS}
 
 # (algorithm key, network) pairs that a variant file trains but no golden pins, and why. The second guard of
-# tests/test_golden_records.py fails for any other pair without a golden.
+# tests/training/test_golden_records.py fails for any other pair without a golden.
 NOT_COVERED = {
     ("ppo", "cnn_nature"): "variant atari_ppo_nature_cnn (a benchmark beside SB3, in no study): the Nature CNN "
                            "takes ~10 s per 1024 steps here; PPO's update on Atari is pinned by atari_ppo",

@@ -36,9 +36,7 @@ from pathlib import Path
 
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from analysis.atari import (  # noqa: E402
+from analysis.atari import (
     PAPER_ALGORITHMS,
     DEFAULT_HUMAN_TABLE,
     HUMAN_TABLES,
@@ -53,7 +51,7 @@ from analysis.atari import (  # noqa: E402
     load_table6,
     paper_protocol,
 )
-from analysis.atari_tables import (  # noqa: E402
+from analysis.atari_tables import (
     aggregate_table,
     human_normalized,
     reference_table,
@@ -62,9 +60,9 @@ from analysis.atari_tables import (  # noqa: E402
     verdicts,
     win_counts,
 )
-from analysis.atari_curves import default_games, mean_curves, plot_atari_curves, seed_curves_frames  # noqa: E402
-from analysis.io import load_study, report_main, report_parser  # noqa: E402
-from analysis.report_tables import to_markdown, write_table  # noqa: E402
+from analysis.atari_curves import default_games, mean_curves, plot_atari_curves, seed_curves_frames
+from analysis.io import load_study, report_main, report_parser
+from analysis.report_tables import to_markdown, write_table
 
 UPDATE_COLUMNS = ("update", "global_step")  # common to every algorithm's updates.parquet
 

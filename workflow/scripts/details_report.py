@@ -25,17 +25,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from analysis.curves import learning_curves, plot_curves  # noqa: E402
-from analysis.details import (ALL_TASKS, VERDICT_RULE, budget_line, claims_table, effects, modern_table,  # noqa: E402
+from analysis.curves import learning_curves, plot_curves
+from analysis.details import (ALL_TASKS, VERDICT_RULE, budget_line, claims_table, effects, modern_table,
                               per_task_effects, plot_mechanisms, run_statistics)
-from analysis.io import ReportError, load_scored_study, report_main, report_parser  # noqa: E402
-from analysis.protocol import difference_notes, paper_values  # noqa: E402
-from analysis.report_tables import write_table  # noqa: E402
-from analysis.table1 import normalize_scores  # noqa: E402
-from ppo.config.errors import ConfigError  # noqa: E402
-from ppo.config.experiments import load_variant  # noqa: E402
+from analysis.io import ReportError, load_scored_study, report_main, report_parser
+from analysis.protocol import difference_notes, paper_values
+from analysis.report_tables import write_table
+from analysis.table1 import normalize_scores
+from ppo.config.errors import ConfigError
+from ppo.config.experiments import load_variant
 
 DIGITS = {"n_tasks": 0, "p_improvement": 2, "approx_kl": 4, "approx_kl_anchor": 4, "kl": 4, "kl_anchor": 4,
           "clipfrac": 3, "clipfrac_anchor": 3, "mechanism_measured": 4, "mechanism_ci_low": 4,

@@ -11,14 +11,12 @@ from pathlib import Path
 
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from analysis.report_tables import write_table  # noqa: E402
-from ppo.config.errors import ConfigError  # noqa: E402
-from ppo.config.files import EXPERIMENTS_DIR, read_yaml  # noqa: E402
-from ppo.envs.atari import is_atari  # noqa: E402
-from ppo.envs.gym import task_suite  # noqa: E402
-from ppo.pipeline.study import load_study  # noqa: E402
+from analysis.report_tables import write_table
+from ppo.config.errors import ConfigError
+from ppo.config.files import EXPERIMENTS_DIR, read_yaml
+from ppo.envs.atari import is_atari
+from ppo.envs.gym import task_suite
+from ppo.pipeline.study import load_study
 
 
 def shown(value) -> str:

@@ -30,9 +30,7 @@ from pathlib import Path
 
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from analysis.figure3 import (  # noqa: E402
+from analysis.figure3 import (
     ALGORITHMS,
     CLAIM,
     PAPER_STEPS,
@@ -46,11 +44,11 @@ from analysis.figure3 import (  # noqa: E402
     run_algorithms,
     throughput,
 )
-from analysis.io import load_scored_study, report_main, report_parser  # noqa: E402
-from analysis.references import load_references  # noqa: E402
-from analysis.report_tables import write_table  # noqa: E402
-from analysis.table1 import normalize_scores  # noqa: E402
-from analysis.protocol import difference_notes, paper_values  # noqa: E402
+from analysis.io import load_scored_study, report_main, report_parser
+from analysis.references import load_references
+from analysis.report_tables import write_table
+from analysis.table1 import normalize_scores
+from analysis.protocol import difference_notes, paper_values
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

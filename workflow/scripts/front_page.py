@@ -24,19 +24,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from analysis.atari import attach_env_protocol, check_runs, load_atari_references, load_table6  # noqa: E402
-from analysis.atari_tables import run_scores, table6, verdicts  # noqa: E402
-from analysis.io import RunDataError, load_study  # noqa: E402
-from analysis.references import (difference_ci, load_references, load_sb3_scores, per_task_reference,  # noqa: E402
+from analysis.atari import attach_env_protocol, check_runs, load_atari_references, load_table6
+from analysis.atari_tables import run_scores, table6, verdicts
+from analysis.io import RunDataError, load_study
+from analysis.references import (difference_ci, load_references, load_sb3_scores, per_task_reference,
                                  sb3_difference, task_env_name)
-from analysis.scores import final_scores  # noqa: E402
-from analysis.table1 import TIE_MARGIN, clearly_below  # noqa: E402
-from ppo.pipeline.progress import clock  # noqa: E402
-from ppo.pipeline.publish import CHECKS  # noqa: E402
-from ppo.pipeline.publish import STUDIES as PUBLISHED_STUDIES  # noqa: E402
-from ppo.pipeline.study import load_study as load_study_config  # noqa: E402
+from analysis.scores import final_scores
+from analysis.table1 import TIE_MARGIN, clearly_below
+from ppo.pipeline.progress import clock
+from ppo.pipeline.publish import CHECKS
+from ppo.pipeline.publish import STUDIES as PUBLISHED_STUDIES
+from ppo.pipeline.study import load_study as load_study_config
 
 REFERENCE_DIR = Path(__file__).resolve().parents[2] / "reference"
 REFERENCES = REFERENCE_DIR / "mujoco_reference_scores.csv"

@@ -18,12 +18,10 @@ from pathlib import Path
 
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from analysis.io import RunDataError, read_manifest  # noqa: E402
-from ppo.config.errors import ConfigError  # noqa: E402
-from ppo.pipeline.study import load_study  # noqa: E402
-from ppo.training.records import git_state, host_info, package_versions  # noqa: E402
+from analysis.io import RunDataError, read_manifest
+from ppo.config.errors import ConfigError
+from ppo.pipeline.study import load_study
+from ppo.training.records import git_state, host_info, package_versions
 
 DIRTY = {True: "yes: uncommitted changes", False: "no", None: "unknown"}
 REPORTED_PACKAGES = ("torch", "gymnasium", "mujoco", "numpy", "pandas", "scipy", "snakemake", "pyarrow")

@@ -5,9 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from analysis.io import RunDataError, read_parquet  # noqa: E402
+from analysis.io import RunDataError, read_parquet
 
 
 def main(argv: list[str]) -> int:

@@ -20,11 +20,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from analysis.io import report_main  # noqa: E402
-from analysis.report_tables import write_table  # noqa: E402
-from analysis.rlhf import (FIT_NOTE, FRONTIER_RULE, PEAK_NOTE, budget_notes, check_runs, fits_table,  # noqa: E402
+from analysis.io import report_main
+from analysis.report_tables import write_table
+from analysis.rlhf import (FIT_NOTE, FRONTIER_RULE, PEAK_NOTE, budget_notes, check_runs, fits_table,
                            frontier_table, load_runs, peak_final_table, plot_gold_curves, plot_overoptimisation)
 
 DIGITS = {"reference_beta": 2, "alpha": 3, "beta": 3, "r2": 3, "d_max": 2, "d_peak_fit": 2, "R_peak_fit": 2,

@@ -31,17 +31,15 @@ from pathlib import Path
 
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from analysis.aggregate import (aggregate_metrics, default_taus, improvement_vs_anchor,  # noqa: E402
+from analysis.aggregate import (aggregate_metrics, default_taus, improvement_vs_anchor,
                                 performance_profile, plot_performance_profile)
-from analysis.curves import (learning_curves, plot_curves, plot_curves_walltime, plot_sample_efficiency,  # noqa: E402
+from analysis.curves import (learning_curves, plot_curves, plot_curves_walltime, plot_sample_efficiency,
                              sample_efficiency)
-from analysis.io import load_scored_study, report_main, report_parser  # noqa: E402
-from analysis.protocol import NO_PAPER_NUMBERS, difference_notes, outside_paper  # noqa: E402
-from analysis.references import load_references, load_sb3_scores, per_task_reference, sb3_difference  # noqa: E402
-from analysis.report_tables import write_table  # noqa: E402
-from analysis.table1 import (final_entropy, load_published_table1, normalize_scores, paper_checks,  # noqa: E402
+from analysis.io import load_scored_study, report_main, report_parser
+from analysis.protocol import NO_PAPER_NUMBERS, difference_notes, outside_paper
+from analysis.references import load_references, load_sb3_scores, per_task_reference, sb3_difference
+from analysis.report_tables import write_table
+from analysis.table1 import (final_entropy, load_published_table1, normalize_scores, paper_checks,
                              paper_rows, per_task_table, rank_agreement, table1)
 
 

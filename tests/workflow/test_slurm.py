@@ -16,7 +16,7 @@ import pytest
 
 from ppo.pipeline.study import load_study
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts/slurm_cluster.sh"
 SEARCH_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
 NEEDED = ("munged", "mungekey", "slurmctld", "slurmd", "slurmdbd", "sbatch", "squeue", "scancel", "sacct",

@@ -19,7 +19,7 @@ from ppo.rlhf import train as rlhf_train
 
 pytestmark = pytest.mark.integration  # runs Snakemake, SLURM or a shell command: minutes
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 TINY = ["updates=3", "batch_size=16", "minibatch_size=8", "epochs=1", "sft.steps=20", "sft.batch_size=32",
         "reward_model.pairs=64", "reward_model.normalise_samples=64"]

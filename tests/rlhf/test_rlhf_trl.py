@@ -15,7 +15,7 @@ from ppo.rlhf.language import EOS
 from ppo.rlhf.train import build_models
 
 with mock.patch.dict(os.environ):  # the script pins threads and the hub off for its own process only
-    spec = importlib.util.spec_from_file_location("rlhf_trl", Path(__file__).parents[1] / "benchmarks/rlhf_trl.py")
+    spec = importlib.util.spec_from_file_location("rlhf_trl", Path(__file__).parents[2] / "benchmarks/rlhf_trl.py")
     rlhf_trl = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(rlhf_trl)
 

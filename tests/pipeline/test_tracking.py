@@ -56,3 +56,21 @@ def test_a_bad_manifest_is_one_line_naming_the_file(tmp_path, capsys):
     assert tracking.main(["--dir", str(tmp_path / "wb"), str(run)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and str(run / "manifest.json") in err
+
+
+def test_online_without_a_network_is_one_line_at_once(run_dir, tmp_path, monkeypatch, capsys):
+    """Without a network wandb retried for minutes, then printed its stack twice: the server is tried first."""
+    monkeypatch.setenv("WANDB_BASE_URL", "http://127.0.0.1:9")  # a closed port: refused at once
+    assert tracking.main(["--mode", "online", "--dir", str(tmp_path / "wb"), str(run_dir)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.startswith("error: wandb mode online: cannot connect to 127.0.0.1:9 (")
+    assert "records are untouched" in err and not (tmp_path / "wb").exists()
+
+
+def test_unreachable_says_why():
+    import socket
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        assert tracking.unreachable(f"http://127.0.0.1:{server.getsockname()[1]}", timeout=5) is None
+    assert tracking.unreachable("api.wandb.ai") == "'api.wandb.ai' is not a server address"  # no scheme

@@ -1,5 +1,5 @@
 """Experiment files resolve into studies, variants and groups. Bad experiment files (and every other
-malformed input) are in tests/test_bad_inputs.py."""
+malformed input) are in tests/config/test_bad_inputs.py."""
 import copy
 import dataclasses
 import shutil
@@ -142,3 +142,24 @@ def test_a_table1_reference_without_its_rows_is_one_line(tmp_path, monkeypatch, 
     message = str(err.value)
     assert "\n" not in message and message.startswith(str(reference))
     assert says in message
+
+
+def test_a_surrogate_variant_without_a_label_is_named_after_its_objective(tmp_path):
+    """Table 1's variant files state ε (β, d_targ) once: the label is the objective's name in the paper."""
+    shutil.copytree(EXPERIMENTS_DIR / "presets", tmp_path / "presets")
+    (tmp_path / "variants").mkdir()
+    files = {"clip_0.4": "{clip_epsilon: 0.4}", "kl_fixed_2": "{clip_epsilon: null, kl_beta: 2}",
+             "kl_adaptive_0.02": "{clip_epsilon: null, kl_beta: 1.0, kl_target: 0.02}", "no_clip": "{clip_epsilon: null}"}
+    for name, objective in files.items():
+        (tmp_path / "variants" / f"{name}.yaml").write_text(
+            f"preset: ppo_mujoco_paper\noverrides: {{ppo: {{objective: {objective}}}}}\n")
+    labels = {name: experiment_files.load_variant(name, tmp_path).label for name in files}
+    assert labels == {"clip_0.4": "Clipping, ε = 0.4", "kl_fixed_2": "Fixed KL, β = 2",
+                      "kl_adaptive_0.02": "Adaptive KL, d_targ = 0.02", "no_clip": "No clipping or penalty"}
+    # Any other change needs a name: the objective alone would not say what the variant is.
+    (tmp_path / "variants" / "epochs_3.yaml").write_text("preset: ppo_mujoco_paper\noverrides: {ppo: {epochs: 3}}\n")
+    with pytest.raises(ConfigError, match=r"epochs_3\.yaml: missing field\(s\) \['label'\] \(only a variant whose"):
+        experiment_files.load_variant("epochs_3", tmp_path)
+    # Table 1's own files carry no label; their labels are the paper's names, as before.
+    assert [v.label for v in load_study("table1", "paper").variants][:3] == [
+        "No clipping or penalty", "Clipping, ε = 0.1", "Clipping, ε = 0.2"]

@@ -1,6 +1,6 @@
 """Vanilla policy gradient with an adaptive step size (ppo/algorithms/vpg.py): the step-size rule, the per-run
 Adam, the policy gradient itself, group independence, resume
-(its learning test is in tests/test_conformance.py)."""
+(its learning test is in tests/algorithms/test_conformance.py)."""
 import math
 import time
 

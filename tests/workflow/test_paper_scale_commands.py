@@ -9,7 +9,7 @@ import pytest
 
 pytestmark = pytest.mark.integration  # runs Snakemake, SLURM or a shell command: minutes
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--directory", str(ROOT), "--snakefile",
              str(ROOT / "workflow" / "Snakefile"), "-n", "--quiet", "rules"]
 

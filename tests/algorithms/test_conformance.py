@@ -134,7 +134,7 @@ def check_group_independence(spec, cfg):
     if spec.group_exact:
         pd.testing.assert_frame_equal(alone.updates, grouped.updates, check_exact=True)
     else:
-        # A grouped convolution may sum in another order (tests/test_convnet.py): the statistics agree to 1e-4
+        # A grouped convolution may sum in another order (tests/nn/test_convnet.py): the statistics agree to 1e-4
         # relative. Two are differences of nearly equal terms, whose relative error is the terms' divided by a
         # number near 0: explained variance, 1 − a ratio ≈ 1 (1.7e-4 relative at EV = 0.08 on an AMD EPYC), and
         # the KL to the average policy, Σ p (log p − log q) with |log p| ≈ 1–2 (2e-3 relative at 1.7e-5). They

@@ -8,7 +8,7 @@ import pytest
 
 pytestmark = pytest.mark.integration  # runs Snakemake, SLURM or a shell command: minutes
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("cores", ["0", "-1", "two", "02"])

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
 STUDY_DIR = "results/table1/smoke"
 # Tables the report must show; others (aggregates, probability of improvement, ...) are checked too

@@ -15,7 +15,7 @@ from ppo.pipeline.study import RUN_FILES, is_current, load_study, plan_groups, r
 from ppo.training.driver import RunSpec, train_group
 
 TASK = "InvertedPendulum-v5"
-PUBLISHED = Path(__file__).resolve().parent.parent / "published"
+PUBLISHED = Path(__file__).resolve().parents[2] / "published"
 
 
 def train_smoke_runs(results, study, runs):
@@ -138,7 +138,7 @@ def test_sb3_reference_runs_are_skipped_once_finished_or_published_and_counted(t
     """The SB3 reference queue of scripts/paper_grid.sh: it trains only the runs neither its own folder nor
     the published ones hold, and ppo.pipeline.publish publishes and counts what it finished."""
     import importlib.util
-    path = Path(__file__).resolve().parent.parent / "benchmarks/mujoco_sb3_reference.py"
+    path = Path(__file__).resolve().parents[2] / "benchmarks/mujoco_sb3_reference.py"
     spec = importlib.util.spec_from_file_location("mujoco_sb3_reference", path)
     reference = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(reference)

@@ -1,6 +1,6 @@
 """TRPO (ppo/algorithms/trpo.py): conjugate gradient, Fisher-vector products, line search, the trust region
 on a real batch, value fitting that never touches the policy, group independence, resume
-(its learning test is in tests/test_conformance.py)."""
+(its learning test is in tests/algorithms/test_conformance.py)."""
 
 import numpy as np
 import pandas as pd

@@ -42,7 +42,7 @@ from ppo.config.experiments import load_variant
 from ppo.pipeline.study import load_study
 from ppo.training.driver import load_checkpoint
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PROJECT_DIRS = ("workflow", "config", "experiments", "reference", "profiles", "ppo", "analysis")
 VARIANT = "label: x\npreset: ppo_mujoco_paper\n"
 SHORT = r"^.{1,500}$"  # the whole one-line message (source included): a long value is quoted short

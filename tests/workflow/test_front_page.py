@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("front_page", ROOT / "workflow/scripts/front_page.py")
 front_page = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(front_page)

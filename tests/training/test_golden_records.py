@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from golden import regenerate as gold  # tests/golden/regenerate.py (tests/ is on sys.path, as for killing.py)
+from golden import regenerate as gold  # tests/golden/regenerate.py (tests/ is on pytest's pythonpath, like killing.py)
 
 import ppo.algorithms
 from ppo.config.experiments import load_variant

@@ -290,7 +290,7 @@ SMALL = build_config({"algorithm": "acer", "total_steps": 80, "num_envs": 2, "ho
 
 def test_records_do_not_depend_on_the_group(monkeypatch):
     """Run t alone and beside another run: the same actions, μ close, the same replay counts; the losses
-    agree to float tolerance only, because a grouped convolution may sum in another order (tests/test_convnet.py)."""
+    agree to float tolerance only, because a grouped convolution may sum in another order (tests/nn/test_convnet.py)."""
     segments, real = [], ppo.algorithms.acer.collect_segment
 
     def spy(ctx, agent):

@@ -1,8 +1,9 @@
 """The pipeline's own defences against careless and hostile input (issue 17), beyond the corpus of
-tests/test_bad_inputs.py: shell commands quote what they interpolate, nested --config values are typed,
+tests/config/test_bad_inputs.py: shell commands quote what they interpolate, nested --config values are typed,
 and a killed run's stale lock is cleared only when no live Snakemake holds it."""
 from __future__ import annotations
 
+import importlib.util
 import re
 import shutil
 import subprocess
@@ -12,9 +13,11 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-from clear_stale_lock import clear_stale_lock  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("clear_stale_lock", ROOT / "scripts/clear_stale_lock.py")
+clear_stale_lock_script = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(clear_stale_lock_script)
+clear_stale_lock = clear_stale_lock_script.clear_stale_lock
 
 pytestmark = pytest.mark.integration  # runs Snakemake, SLURM or a shell command: minutes
 
@@ -93,3 +96,31 @@ def test_a_failed_report_job_leaves_the_last_good_report_in_place(project):
     assert done.returncode != 0
     assert "the last good report is kept" in done.stderr
     assert {p.name: p.read_bytes() for p in report.iterdir() if p.is_file()} == good
+
+
+def _alias_bomb(levels: int = 9, width: int = 9) -> str:
+    """A few hundred bytes of YAML whose last alias expands to width**levels items."""
+    lines = ["a0: &a0 [x]"] + [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * width) + "]" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+def test_an_alias_bomb_in_the_pipeline_config_is_refused_at_once(project):
+    """Snakemake validated the expanded aliases for minutes (issue 30); the project's reader refuses them first."""
+    config = project / "config" / "config.yaml"
+    config.write_text(_alias_bomb() + config.read_text())
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1"], cwd=project,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and time.perf_counter() - start < 60
+    assert ("invalid pipeline configuration: config/config.yaml: not valid YAML at line 2, column 10: aliases (*name) "
+            "are not allowed in this project's YAML files") in done.stdout + done.stderr
+
+
+def test_more_runs_than_plan_in_seconds_are_refused_at_once(project):
+    """seeds=1000 planned in silence for about half an hour (22,000 runs): refused before planning."""
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--config", "seeds=1000"],
+                          cwd=project, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and time.perf_counter() - start < 60
+    assert ("22,000 runs asked for (studies classic, config seeds/tasks/variants): more than 3,000 runs take "
+            "Snakemake minutes to hours to plan") in done.stdout + done.stderr

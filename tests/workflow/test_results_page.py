@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("results_page", ROOT / "scripts" / "results_page.py")
 results_page = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(results_page)

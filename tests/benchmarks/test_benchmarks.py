@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-spec = importlib.util.spec_from_file_location("throughput", Path(__file__).parents[1] / "benchmarks/throughput.py")
+spec = importlib.util.spec_from_file_location("throughput", Path(__file__).parents[2] / "benchmarks/throughput.py")
 throughput = importlib.util.module_from_spec(spec)
 sys.modules["throughput"] = throughput  # the other benchmark scripts import it by this name
 spec.loader.exec_module(throughput)
@@ -56,7 +56,7 @@ def test_projection_of_several_algorithms_counts_one_job_per_task_and_algorithm(
                                            measure=["trpo-3", "cem-3"]) == pytest.approx(3)
 
 
-overheads_spec = importlib.util.spec_from_file_location("overheads", Path(__file__).parents[1] / "benchmarks/overheads.py")
+overheads_spec = importlib.util.spec_from_file_location("overheads", Path(__file__).parents[2] / "benchmarks/overheads.py")
 overheads = importlib.util.module_from_spec(overheads_spec)
 overheads_spec.loader.exec_module(overheads)
 

@@ -20,7 +20,7 @@ from ppo.config.run_config import ALGORITHM_SETTINGS, RunConfig
 from ppo.config.settings import Objective
 from ppo.pipeline.study import SCALE_KEYS, STUDY_KEYS, load_study
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FIELDS = sorted({f.name for cls in (RunConfig, Objective, *ALGORITHM_SETTINGS.values()) for f in dataclasses.fields(cls)}
                 | STUDY_KEYS | SCALE_KEYS | set(SETTINGS) | {"label", "preset", "overrides", "paper_row", "setting", "param"})
 WORDS = ["ppo_mujoco_paper", "trpo_mujoco", "ppo_atari_paper", "Hopper-v5", "Pendulum-v1", "ALE/Pong-v5", "clip_0.2",

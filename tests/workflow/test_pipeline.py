@@ -10,11 +10,11 @@ import pytest
 
 pytestmark = pytest.mark.integration  # runs Snakemake, SLURM or a shell command: minutes
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 
 
-# The MuJoCo and Atari studies (the default, studies=[classic], is tested in tests/test_classic_control.py)
+# The MuJoCo and Atari studies (the default, studies=[classic], is tested in tests/envs/test_classic_control.py)
 STUDIES = "studies=[table1,figure3,atari]"
 
 
