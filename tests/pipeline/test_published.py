@@ -120,18 +120,27 @@ def test_per_window_leaves_a_row_per_window_unchanged():
 
 
 def test_the_dataset_is_windowed_and_small():
-    """Every published updates/timing table is as publish writes it (a fixed point of per_window), and the
-    whole dataset stays within issue 15's 40 MB."""
-    tables = sorted(PUBLISHED.glob("*/paper/runs/*/*/seed*/updates.parquet")) + \
-        sorted(PUBLISHED.glob("*/paper/runs/*/*/seed*/timing.parquet"))
+    """Every published updates/timing table is as publish writes it (a fixed point of per_window); the MuJoCo
+    dataset stays within issue 15's 40 MB, and an Atari run (10M steps: episodes of every game played, a row
+    per 2048 steps) within 0.5 MB, 9 MB for the 18 runs of ./repro atari-three."""
+    tables = [p for name in ("updates.parquet", "timing.parquet") for p in sorted(PUBLISHED.rglob(name))
+              if "sb3_reference" not in p.parts]
     assert len(tables) >= 200
     for path in tables:
         table = pd.read_parquet(path)
         assert per_window(table) is table, f"{path}: more than one row in a window of steps"
         if path.name == "timing.parquet":
             assert as_published(table, path.name).equals(table), f"{path}: timing not in float32"
-    size = sum(f.stat().st_size for f in PUBLISHED.rglob("*") if f.is_file())
-    assert size <= 40e6, f"published/ holds {size / 1e6:.1f} MB, over the 40 MB the dataset may take"
+
+    def megabytes(files):
+        return sum(f.stat().st_size for f in files if f.is_file()) / 1e6
+
+    atari = PUBLISHED / "atari"
+    mujoco = megabytes(f for f in PUBLISHED.rglob("*") if atari not in f.parents)
+    assert mujoco <= 40, f"published/ holds {mujoco:.1f} MB besides Atari, over the 40 MB the dataset may take"
+    for manifest in atari.rglob("manifest.json"):
+        run = megabytes(manifest.parent.iterdir())
+        assert run <= 0.5, f"{manifest.parent}: {run:.2f} MB, over the 0.5 MB an Atari run may take"
 
 
 def test_sb3_reference_runs_are_skipped_once_finished_or_published_and_counted(tmp_path, capsys):

@@ -40,8 +40,13 @@ def test_atari_three_plans_the_three_games_ppo_and_a2c_of_the_paper_scale():
                            "tasks=[ALE/Pong-v5,ALE/Breakout-v5,ALE/BeamRider-v5]", "variants=[atari_ppo,atari_a2c]"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    jobs = set(re.findall(r"^(?:train|copy)_atari_(\w+?)-(ppo|a2c)-(\d+)\s", done.stdout, re.MULTILINE))
-    assert sorted({(g, a) for g, a, _ in jobs}) == [(g, a) for g in ("BeamRider", "Breakout", "Pong") for a in ("a2c", "ppo")]
+    # a published run is copied (copy_atari_<Game>-atari_<algo>-seed<k>), the others trained, one a job
+    # (train_atari_<Game>-<algo>-<n>)
+    names = set(re.findall(r"^((?:train|copy)_atari_\S+)\s", done.stdout, re.MULTILINE))
+    jobs = {re.match(r"(?:train|copy)_atari_(\w+?)-(?:atari_)?(ppo|a2c)-(?:seed)?(\d+)$", n).groups() + (n,)
+            for n in names}
+    assert sorted({(g, a) for g, a, _, _ in jobs}) == [(g, a) for g in ("BeamRider", "Breakout", "Pong")
+                                                       for a in ("a2c", "ppo")]
     assert len(jobs) == 18  # 3 games x 2 algorithms x 3 seeds
 
 
