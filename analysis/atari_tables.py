@@ -199,9 +199,15 @@ def reported_spread(ref: pd.Series) -> tuple[float, int] | None:
     return float(spread.group(1).replace(",", "")) * math.sqrt(n / (n - 1)), n
 
 
-def _reference_difference(seed_scores: np.ndarray, ref: pd.Series) -> dict:
-    """Welch's 95% interval of our mean − the reference's mean, when the reference states its spread."""
-    spread = reported_spread(ref)
+def _seed_scores(scores: pd.DataFrame, game: str, variant: str) -> np.ndarray:
+    """The finite Table 6 scores of one game and variant's seeds."""
+    values = scores.loc[(scores["game"] == game) & (scores["variant"] == variant), "score_last"].to_numpy(dtype=float)
+    return values[np.isfinite(values)]
+
+
+def _reference_difference(seed_scores: np.ndarray, ref: pd.Series | None) -> dict:
+    """Welch's 95% interval of our mean − the reference's mean, when there is a reference stating its spread."""
+    spread = None if ref is None else reported_spread(ref)
     if spread is None or len(seed_scores) < 2:
         return {"ref_sd": spread[0] if spread else math.nan, "ref_n": spread[1] if spread else math.nan,
                 "diff_vs_ref": math.nan, "diff_ci_low": math.nan, "diff_ci_high": math.nan}
@@ -262,19 +268,13 @@ def verdicts(table6_rows: pd.DataFrame, scores: pd.DataFrame, references: pd.Dat
     reproduction (:func:`_independent_reference`) is compared by Welch's interval of the difference."""
     rows = []
     for _, ours in table6_rows.iterrows():
-        seed_scores = scores[(scores["game"] == ours["game"]) & (scores["variant"] == ours["variant"])]
-        seed_scores = seed_scores["score_last"].to_numpy(dtype=float)
-        seed_scores = seed_scores[np.isfinite(seed_scores)]
+        seed_scores = _seed_scores(scores, ours["game"], ours["variant"])
         row = {k: ours[k] for k in ("game", "algorithm", "variant", "variant_label", "n_seeds", "frames", "per_seed",
                                     "our_mean", "our_ci_low", "our_ci_high", "paper_mean")}
         ref = _independent_reference(references, ours["algorithm"], ours["game"])
         row |= {"ref_algo": "" if ref is None else ref["algo"],
                 "ref_mean": math.nan if ref is None else float(ref["score"])}
-        if ref is None:
-            row |= {"ref_sd": math.nan, "ref_n": math.nan, "diff_vs_ref": math.nan, "diff_ci_low": math.nan,
-                    "diff_ci_high": math.nan}
-        else:
-            row |= _reference_difference(seed_scores, ref)
+        row |= _reference_difference(seed_scores, ref)
         row["verdict"] = verdict_line(row, paper_frames)
         rows.append(row)
     return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
@@ -456,9 +456,7 @@ def reference_table(table6_rows: pd.DataFrame, scores: pd.DataFrame, references:
         if matches.empty:
             rows.append(base | {"comparable": NO_REFERENCE})
         our_steps = int(steps.get((ours["game"], ours["variant"]), 0))
-        seed_scores = scores[(scores["game"] == ours["game"]) & (scores["variant"] == ours["variant"])]
-        seed_scores = seed_scores["score_last"].to_numpy(dtype=float)
-        seed_scores = seed_scores[np.isfinite(seed_scores)]
+        seed_scores = _seed_scores(scores, ours["game"], ours["variant"])
         for _, ref in matches.iterrows():
             rows.append(base | _reference_difference(seed_scores, ref) | {
                 "ref_source": ref["source"], "ref_algo": ref["algo"], "ref_frames_or_steps": ref["frames_or_steps"],

@@ -33,9 +33,10 @@ case "${GRID_NAME:-mujoco}" in
   atari)
     GRID="${GRID:-$(dirname "$REPO")/atari-grid}"
     STUDIES="${STUDIES:-atari}" GROUP_SIZE="${GROUP_SIZE:-1}" SB3_REFERENCE=0
-    GRID_CONFIG=("tasks=[ALE/Pong-v5,ALE/Breakout-v5,ALE/BeamRider-v5]" "variants=[${ATARI_VARIANTS:-atari_ppo}]")
+    atari_tasks=(ALE/Pong-v5 ALE/Breakout-v5 ALE/BeamRider-v5)
+    GRID_CONFIG=("tasks=[$(IFS=,; echo "${atari_tasks[*]}")]" "variants=[${ATARI_VARIANTS:-atari_ppo}]")
     # status counts ./repro atari-three's 18 runs (PPO and A2C), not the study's 441
-    STATUS_SCOPE=(--tasks ALE/Pong-v5 ALE/Breakout-v5 ALE/BeamRider-v5 --variants atari_ppo atari_a2c) ;;
+    STATUS_SCOPE=(--tasks "${atari_tasks[@]}" --variants atari_ppo atari_a2c) ;;
   *) echo "paper_grid: GRID_NAME is mujoco (default) or atari, not ${GRID_NAME}" >&2; exit 1 ;;
 esac
 # Groups of 11 runs of a task: 1.7-2.6x the steps/s per core of groups of 3 on HalfCheetah, Reacher,

@@ -117,11 +117,10 @@ def iteration_stats(stats: dict, algo, spec) -> tuple[dict[str, np.ndarray], np.
     """What one iteration of the algorithm returned (``stats``), as statistics per run (float64); which runs
     are still finite (parameters and every statistic not allowed NaN); and the rollout's seconds."""
     rollout_seconds = stats.pop("rollout_seconds", math.nan)
-    runs = len(algo.finite())
-    stats = {k: np.asarray(v.detach() if isinstance(v, torch.Tensor) else v, dtype=np.float64).reshape(runs)
+    finite = algo.finite().numpy()  # the parameters, once: a pass over every run's tensors
+    stats = {k: np.asarray(v.detach() if isinstance(v, torch.Tensor) else v, dtype=np.float64).reshape(len(finite))
              for k, v in stats.items()}
-    finite = algo.finite().numpy() & np.all([np.isfinite(v) | np.isnan(v) & (k in spec.nan_allowed)
-                                             for k, v in stats.items()], axis=0)
+    finite &= np.all([np.isfinite(v) | np.isnan(v) & (k in spec.nan_allowed) for k, v in stats.items()], axis=0)
     return stats, finite, rollout_seconds
 
 
