@@ -7,10 +7,20 @@ resample keeps the study's task mix; ``scipy.stats.bootstrap`` gives exactly tha
 each task is passed as its own sample. :func:`stratified_bootstrap` is the general form
 (several values per resample, runs carrying whole curves, independent strata for
 two-variant statistics) that :mod:`analysis.aggregate` and the sample-efficiency curve use.
+
+A percentile bootstrap over the 3 seeds of one task gives their range (its 2.5% quantile is the lowest seed),
+whose coverage of the mean is near 75%; stratified over tasks it still shrinks each task's spread by (n − 1)/n.
+Intervals over seeds therefore use Student's t: :func:`t_interval` (one task), :func:`stratified_t_interval`
+(the mean over tasks of per-task means, Table 1's number), and for differences between two sets of runs Welch's
+interval (:func:`welch_difference` from published mean ± sd, :func:`welch_samples` and :func:`stratified_welch`
+from runs). Identical runs on both sides are reported as such (:func:`same_runs`, :func:`difference_text`). The
+bootstrap stays where rliable uses it: IQM, median, optimality gap, performance profiles and probability of
+improvement, stratified over tasks.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
@@ -238,3 +248,93 @@ def welch_difference(mean_a: float, sd_a: float, n_a: int, mean_b: float, sd_b: 
     dof = (va + vb) ** 2 / (va**2 / (n_a - 1) + vb**2 / (n_b - 1))
     half = float(scipy.stats.t.ppf(0.5 + confidence / 2.0, dof) * np.sqrt(va + vb))
     return Difference(point, point - half, point + half, float(dof))
+
+
+def same_runs(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> bool:
+    """True when two sets of per-seed scores hold the same values, in any order: the same runs (e.g. a task whose
+    v4 and v5 give the same three scores), whose difference is "identical", not an interval around 0."""
+    a, b = np.sort(np.asarray(a, dtype=float).ravel()), np.sort(np.asarray(b, dtype=float).ravel())
+    return a.size > 0 and a.shape == b.shape and bool(np.array_equal(a, b))
+
+
+def _combined_t(samples: Sequence[np.ndarray], signs: Sequence[float], n_strata: int,
+                confidence: float) -> Difference:
+    """Σ sign·mean(sample) / n_strata with its t interval: variance Σ s²/n / n_strata² (each sample's own
+    variance, ddof 1), degrees of freedom by Welch–Satterthwaite, (Σ v)² / Σ v² / (n − 1) with v = s²/n. NaN
+    bounds when a sample has fewer than two values; a zero bound width (no spread in any sample) when every
+    sample is constant: then the data leave no doubt about the value, and ``dof`` is infinite."""
+    point = float(sum(sign * float(np.mean(s)) for s, sign in zip(samples, signs)) / n_strata)
+    if any(s.size < 2 for s in samples):
+        return Difference(point, math.nan, math.nan, math.nan)
+    v = np.array([float(np.var(s, ddof=1)) / s.size for s in samples])
+    n = np.array([s.size for s in samples], dtype=float)
+    if v.sum() == 0:
+        return Difference(point, point, point, math.inf)
+    dof = float(v.sum() ** 2 / np.sum(v**2 / (n - 1)))
+    half = float(scipy.stats.t.ppf(0.5 + confidence / 2.0, dof) * np.sqrt(v.sum()) / n_strata)
+    return Difference(point, point - half, point + half, dof)
+
+
+def _strata_arrays(strata: Sequence[Sequence[float] | np.ndarray]) -> list[np.ndarray]:
+    arrays = [np.asarray(s, dtype=float).ravel() for s in strata]
+    if not arrays or any(a.size == 0 for a in arrays):
+        raise ValueError("every stratum needs at least one value")
+    if not all(np.all(np.isfinite(a)) for a in arrays):
+        raise ValueError("values must be finite")
+    return arrays
+
+
+def stratified_t_interval(strata: Sequence[Sequence[float] | np.ndarray], confidence: float = 0.95) -> Difference:
+    """Mean over strata (tasks) of each stratum's mean over its runs (seeds), with a t interval: the variance is
+    each task's own variance over its seeds (ddof 1) divided by its seeds, summed, over the number of tasks
+    squared; degrees of freedom by Welch–Satterthwaite. With one stratum it is :func:`t_interval`. Unlike a
+    percentile bootstrap over 3 seeds per task (each task's spread shrunk by (n − 1)/n = 2/3), its coverage is the
+    stated one when the per-task means are roughly normal. NaN bounds when a task has a single run."""
+    arrays = _strata_arrays(strata)
+    return _combined_t(arrays, [1.0] * len(arrays), len(arrays), confidence)
+
+
+def stratified_welch(xs: Sequence[Sequence[float] | np.ndarray], ys: Sequence[Sequence[float] | np.ndarray],
+                     confidence: float = 0.95) -> Difference:
+    """Mean over strata of (mean of ``xs[t]`` − mean of ``ys[t]``) with Welch's interval: the two sides' runs are
+    independent, each of the 2 × strata samples adds its own s²/n, degrees of freedom by Welch–Satterthwaite.
+    With one stratum it is :func:`welch_difference` of the two samples. NaN bounds when a sample has a single run;
+    zero width and infinite ``dof`` when no sample has any spread."""
+    xs, ys = _strata_arrays(xs), _strata_arrays(ys)
+    if len(xs) != len(ys):
+        raise ValueError(f"{len(xs)} strata against {len(ys)}")
+    return _combined_t([*xs, *ys], [1.0] * len(xs) + [-1.0] * len(ys), len(xs), confidence)
+
+
+def welch_samples(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray,
+                  confidence: float = 0.95) -> Difference:
+    """mean(a) − mean(b) of two sets of independent runs (seeds) with Welch's interval (:func:`stratified_welch`
+    with one stratum)."""
+    return stratified_welch([a], [b], confidence)
+
+
+IDENTICAL = "identical"
+
+
+def difference_text(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, digits: int = 1,
+                    confidence: float = 0.95) -> str:
+    """mean(a) − mean(b) as a table prints it: ``identical`` for the same runs (:func:`same_runs`), else the
+    difference and its Welch interval, ``+571.3 (+250.4 to +895.0)``; ``(no interval: one run)`` when a side has
+    one run, ``(no spread on either side)`` when both are constant."""
+    if same_runs(a, b):
+        return IDENTICAL
+    d = welch_samples(a, b, confidence)
+    text = f"{d.point:+,.{digits}f}"
+    if math.isnan(d.low):
+        return f"{text} (no interval: one run)"
+    if math.isinf(d.dof):
+        return f"{text} (no spread on either side)"
+    return f"{text} ({d.low:+,.{digits}f} to {d.high:+,.{digits}f})"
+
+
+def interval_side(low: float, high: float) -> str:
+    """Where a 95% interval of a difference lies: ``above 0``, ``below 0``, ``crosses 0`` (not distinguishable
+    from no difference), or ``no interval`` (NaN bounds)."""
+    if math.isnan(low) or math.isnan(high):
+        return "no interval"
+    return "above 0" if low > 0 else "below 0" if high < 0 else "crosses 0"

@@ -8,8 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from analysis.stats import (bootstrap_ci, bootstrap_ci_columns, iqm, mean, stratified_bootstrap_ci, t_interval,
-                            welch_difference)
+from analysis.stats import (IDENTICAL, bootstrap_ci, bootstrap_ci_columns, difference_text, interval_side, iqm, mean,
+                            same_runs, stratified_bootstrap_ci, stratified_t_interval, stratified_welch, t_interval,
+                            welch_difference, welch_samples)
 
 
 def test_iqm_trims_a_quarter_each_side():
@@ -115,3 +116,51 @@ def test_welch_difference_by_hand():
     # Unequal: sd 2 over 4 runs against sd 1 over 2; va = 1, vb = 0.5, dof = 2.25 / (1/3 + 0.25) = 3.857143.
     assert welch_difference(1.0, 2.0, 4, 0.0, 1.0, 2).dof == pytest.approx(2.25 / (1 / 3 + 0.25))
     assert np.isnan(welch_difference(1.0, 1.0, 1, 0.0, 1.0, 3).low)
+
+
+def test_stratified_t_interval_by_hand():
+    # Tasks [1, 2, 3] and [10, 10, 10]: point (2 + 10) / 2 = 6; variance (1/3 + 0) / 2^2 = 1/12; dof
+    # (1/3)^2 / ((1/3)^2 / 2) = 2; t(0.975, 2) = 4.302653: half-width 4.302653 * sqrt(1/12) = 1.242069.
+    point, low, high, dof = stratified_t_interval([[1.0, 2.0, 3.0], [10.0, 10.0, 10.0]])
+    assert (point, dof) == (6.0, pytest.approx(2.0))
+    assert (low, high) == (pytest.approx(6 - 1.242069, abs=1e-6), pytest.approx(6 + 1.242069, abs=1e-6))
+    # One task: the plain t interval (2 ± 2.484138, test_t_interval_by_hand).
+    one = stratified_t_interval([[1.0, 2.0, 3.0]])
+    assert (one.low, one.high) == (pytest.approx(2 - 2.484138, abs=1e-6), pytest.approx(2 + 2.484138, abs=1e-6))
+    # A task with one run: no variance estimate, no interval; every task constant: exact, zero width.
+    assert math.isnan(stratified_t_interval([[1.0, 2.0], [3.0]]).low)
+    flat = stratified_t_interval([[500.0, 500.0], [7.0, 7.0]])
+    assert (flat.low, flat.high, flat.dof) == (253.5, 253.5, math.inf)
+    with pytest.raises(ValueError):
+        stratified_t_interval([[1.0], []])
+
+
+def test_stratified_welch_by_hand():
+    # One stratum is Welch on the runs: [2, 1, 3] against [0, 1, -1] is Welch(2, 1, 3; 0, 1, 3): dof 4, ± 2.266958.
+    one = welch_samples([2.0, 1.0, 3.0], [0.0, 1.0, -1.0])
+    assert (one.point, one.dof) == (2.0, pytest.approx(4.0))
+    assert (one.low, one.high) == (pytest.approx(2 - 2.266958, abs=1e-6), pytest.approx(2 + 2.266958, abs=1e-6))
+    # Two tasks: x [1, 2, 3], [4, 6]; y [0, 0, 0], [1, 3]. Differences 2 and 3: point 2.5. v = s^2/n:
+    # 1/3, 0, 2/2 = 1, 2/2 = 1; sum 7/3, se = sqrt(7/3) / 2; dof = (7/3)^2 / ((1/3)^2/2 + 0 + 1/1 + 1/1) = 98/37
+    # = 2.648649; t(0.975, 98/37) = 3.435129 (scipy.stats.t.ppf): half-width 3.435129 * sqrt(7/12) = 2.623623.
+    two = stratified_welch([[1.0, 2.0, 3.0], [4.0, 6.0]], [[0.0, 0.0, 0.0], [1.0, 3.0]])
+    assert (two.point, two.dof) == (2.5, pytest.approx(98 / 37))
+    assert (two.low, two.high) == (pytest.approx(2.5 - 2.623623, abs=1e-6), pytest.approx(2.5 + 2.623623, abs=1e-6))
+    with pytest.raises(ValueError):
+        stratified_welch([[1.0, 2.0]], [[1.0, 2.0], [3.0, 4.0]])
+
+
+def test_identical_runs_are_identical_not_an_interval():
+    # v4 and v5 HalfCheetah gave the same three scores: the difference is "identical", not +0.0 (-355 to +355).
+    assert same_runs([68.8, 18.1, 58.7], [58.7, 68.8, 18.1])
+    assert not same_runs([1.0, 2.0], [1.0, 2.0, 2.0]) and not same_runs([], [])
+    assert difference_text([1.0, 2.0, 3.0], [3.0, 2.0, 1.0]) == IDENTICAL
+    assert difference_text([2.0, 1.0, 3.0], [0.0, 1.0, -1.0]) == "+2.0 (-0.3 to +4.3)"  # 2 ± 2.266958
+    assert difference_text([1.0], [2.0, 3.0]) == "-1.5 (no interval: one run)"
+    assert difference_text([5.0, 5.0], [4.0, 4.0]) == "+1.0 (no spread on either side)"
+
+
+def test_interval_side():
+    assert [interval_side(0.1, 2.0), interval_side(-2.0, -0.1), interval_side(-2.0, 0.1)] == \
+        ["above 0", "below 0", "crosses 0"]
+    assert interval_side(math.nan, math.nan) == "no interval"
