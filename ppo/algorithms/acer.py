@@ -198,10 +198,11 @@ class ReplayBuffer:
 
 def collect_segment(ctx: GroupContext, agent: CNNActorCritic) -> Segment:
     """``horizon`` lock-steps of every actor under the current policy, as ppo/algorithms/rollout.py's Atari rollout:
-    actions by inverse-CDF from each run's own uniforms, rewards clipped to their sign (``reward_clip``), a
-    lost life ends the learner's horizon (``life_loss_signal``), raw full-game episodes recorded."""
+    actions by inverse-CDF from each run's own uniforms, the learner's rewards and horizon ends as the family's
+    ``learner_signal`` makes them (the protocol's reward clipping and life-loss signal), raw full-game episodes
+    recorded."""
     envs, G, E, T = ctx.envs, ctx.num_runs, ctx.cfg.num_envs, ctx.cfg.horizon
-    protocol, N, shape, A = envs.protocol, G * E, envs.obs_shape, envs.num_actions
+    N, shape, A = G * E, envs.obs_shape, envs.num_actions
     obs = np.zeros((T + 1, N, *shape), dtype=np.uint8)
     actions, mu = torch.zeros(T, N, dtype=torch.int64), torch.zeros(T, N, A)
     rewards, dones = np.zeros((T, N), dtype=np.float32), np.zeros((T, N), dtype=bool)
@@ -213,10 +214,9 @@ def collect_segment(ctx: GroupContext, agent: CNNActorCritic) -> Segment:
             actions[t] = policy.sample(uniforms[t]).view(N)
             mu[t] = policy.logits.exp().view(N, A)
             raw_reward, terminated, truncated, _, finished = envs.step(actions[t].numpy())
-            rewards[t] = np.sign(raw_reward) if protocol.reward_clip else raw_reward
-            game_over = terminated | truncated
+            rewards[t], terminated, truncated = ctx.family.learner_signal(envs, raw_reward, terminated, truncated)
             # A time cap ends the horizon like a termination (baselines: every done ends the return).
-            dones[t] = game_over | envs.life_lost if protocol.life_loss_signal else game_over
+            dones[t] = terminated | truncated
             ctx.log.tick()
             ctx.log.finished(finished)
     obs[T] = envs.obs

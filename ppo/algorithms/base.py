@@ -11,7 +11,7 @@ from ..nn.actor_critic import CategoricalActorCritic, GaussianActorCritic
 from ..nn.convnet import CNNActorCritic
 from ..nn.normalizer import ObsNormalizer
 from ..nn.optim import BatchedAdam
-from .rollout import Batch, GroupContext, collect_atari_batch, collect_batch
+from .rollout import Batch, GroupContext, collect_batch
 
 
 class ActorCriticAlgorithm:
@@ -37,10 +37,7 @@ class ActorCriticAlgorithm:
 
     def collect(self, agent=None) -> Batch:
         """One on-policy batch per run with ``agent`` (default: the algorithm's own)."""
-        agent = agent or self.agent
-        if self.ctx.family.observation == "pixels":
-            return collect_atari_batch(self.ctx, agent)
-        return collect_batch(self.ctx, agent, self.normalizer, self.reward_scaler)
+        return collect_batch(self.ctx, agent or self.agent, self.normalizer, self.reward_scaler)
 
     def finite(self) -> torch.Tensor:
         return self.flat.isfinite().all(1)

@@ -4,11 +4,11 @@ A *group* is any number of independent runs of one task trained in one process (
 has its own seeds, environments, parameters, optimizer state and (MuJoCo) observation normalizer; they
 share only batched tensor operations, so a run's records do not depend on which runs share its group.
 
-The on-policy rollouts step all actors in lock-step, sampling from each run's own stream, then compute
-GAE and normalize advantages: ``collect_batch`` for an MLP policy on vector observations, Gaussian (MuJoCo)
-or categorical (classic control, Box2D), its normalizer updated once per batch, before the policy update,
-as ppo1; ``collect_atari_batch`` for a categorical policy on Atari frames (rewards clipped, lives ending the
-value horizon, as its protocol says).
+The on-policy rollout (``collect_batch``) steps all actors in lock-step, sampling from each run's own stream,
+then computes GAE and normalizes advantages. One loop serves every family: what the network sees
+(``VectorInputs``: observations through a running normalizer updated once per batch, before the policy
+update, as ppo1; ``FrameInputs``: Atari's uint8 frames), how the policy acts (``GaussianActions``,
+``CategoricalActions``) and what the learner is told of a step (the family's ``learner_signal``).
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from ..config.registry import specs
 from ..config.run_config import RunConfig
 from ..envs import family_of
 from ..envs.family import EnvFamily, GroupEnvs
-from ..nn.actor_critic import CategoricalActorCritic, GaussianActorCritic
+from ..nn.actor_critic import GaussianActorCritic
 from ..nn.categorical import Categorical
 from ..nn.normalizer import ObsNormalizer, RewardScaler
 from .gae import gae
@@ -168,50 +168,134 @@ class Batch:
     policy: Categorical | None = None  # Atari: π(.|s) [G, B] the rollout acted with (π_old of PPO and A2C)
 
 
-def collect_batch(ctx: GroupContext, agent: GaussianActorCritic | CategoricalActorCritic,
-                  normalizer: ObsNormalizer, reward_scaler: RewardScaler | None = None) -> Batch:
-    """Roll out ``cfg.horizon`` lock-steps of every actor, then GAE, normalizer update, advantages. With
-    ``reward_scaler`` the learner's rewards are scaled as they come (the episode log keeps the raw returns).
+class VectorInputs:
+    """Vector observations as an MLP sees them: normalized with each run's running statistics, which take in
+    a batch once it is complete, before the update (ppo1)."""
 
-    A Gaussian policy (continuous actions) acts with mean + σ·noise, its actions clipped to the box as the
-    config says; a categorical one (discrete actions) by inverse-CDF sampling from uniforms, its actions
-    kept as [.., 1] indices like the Atari rollout's. Either draws from each run's own generator."""
+    def __init__(self, ctx: GroupContext, normalizer: ObsNormalizer):
+        self.normalizer, self.shape = normalizer, (ctx.num_runs, ctx.cfg.num_envs, ctx.envs.obs_dim)
+
+    def buffer(self, T: int, N: int) -> np.ndarray:
+        return np.zeros((T, N, self.shape[-1]))
+
+    def __call__(self, obs: np.ndarray) -> torch.Tensor:  # [N, d] -> [G, E, d]
+        return self.normalizer(obs.reshape(self.shape))
+
+    def learn(self, obs_buf: np.ndarray) -> None:
+        """The running statistics take in a complete batch [T, N, d]."""
+        G, E, _ = self.shape
+        self.normalizer.update(to_runs(obs_buf, len(obs_buf), G, E))
+
+    def batch(self, obs_buf: np.ndarray) -> torch.Tensor:
+        """[T, N, d] -> each run's [G, B, d], normalized."""
+        G, E, _ = self.shape
+        return self.normalizer(to_runs(obs_buf, len(obs_buf), G, E))
+
+
+class FrameInputs:
+    """Atari frame stacks as the convolutional network sees them: uint8, scaled inside the network."""
+
+    def __init__(self, ctx: GroupContext):
+        self.shape = (ctx.num_runs, ctx.cfg.num_envs, *ctx.envs.obs_shape)
+
+    def buffer(self, T: int, N: int) -> np.ndarray:
+        return np.zeros((T, N, *self.shape[2:]), dtype=np.uint8)
+
+    def __call__(self, obs: np.ndarray) -> torch.Tensor:  # [N, C, H, W] -> [G, E, C, H, W]
+        return torch.from_numpy(obs).view(self.shape)
+
+    def learn(self, obs_buf: np.ndarray) -> None:
+        """Nothing: the network's pixel scale is fixed."""
+
+    def batch(self, obs_buf: np.ndarray) -> torch.Tensor:
+        """[T, N, C, H, W] -> the batch's [G, B, C, H, W] as a view of channels-last memory ([G, B, H, W, C]),
+        the layout the update's convolutions want."""
+        G, E, C, H, W = self.shape
+        T, N = obs_buf.shape[:2]
+        frames = torch.from_numpy(channels_last(obs_buf.reshape(T * N, C, H, W)).reshape(T, N, H, W, C))
+        return to_runs(frames, T, G, E).permute(0, 1, 4, 2, 3)
+
+
+class GaussianActions:
+    """A Gaussian policy acts with mean + σ·noise, the noise of the whole batch drawn first from each run's
+    own generator; the environments get the actions clipped to their box where the config says."""
+
+    log_probs = None  # the policy is not kept: PPO's π_old is recomputed on the whole batch
+
+    def __init__(self, ctx: GroupContext, agent: GaussianActorCritic):
+        cfg, envs, self.agent = ctx.cfg, ctx.envs, agent
+        self.width = envs.act_dim
+        self.shape, self.envs, self.clip = (ctx.num_runs, cfg.num_envs, envs.act_dim), envs, cfg.action_clip
+        noise = torch.stack([torch.randn(cfg.horizon, cfg.num_envs, envs.act_dim, generator=g)
+                             for g in ctx.sample_gens], dim=1)  # [T, G, E, A]
+        # σ·noise of every step at once: an elementwise product, the same bits as one step at a time
+        self.scaled_noise = agent.log_std.exp() * noise
+
+    def __call__(self, x: torch.Tensor, t: int, out: torch.Tensor) -> tuple[torch.Tensor, np.ndarray]:
+        """V(s) and the environments' actions; the learner's action goes into ``out`` [N, A]."""
+        value = self.agent.value_of(x)
+        torch.add(self.agent.policy_mean(x), self.scaled_noise[t], out=out.view(self.shape))
+        env_action = out.numpy().astype(np.float64)
+        if not np.isfinite(env_action).all():  # only a diverged run's; it is no longer recorded
+            env_action = np.nan_to_num(env_action, posinf=0.0, neginf=0.0)
+        if self.clip:  # in place on the fresh float64 copy
+            np.minimum(np.maximum(env_action, self.envs.low, out=env_action), self.envs.high, out=env_action)
+        return value, env_action
+
+
+class CategoricalActions:
+    """A categorical policy acts by inverse-CDF sampling from each run's own uniforms (drawn for the whole
+    batch first); an action is kept as a [.., 1] index, a float like a Gaussian's. With ``keep_policy`` the
+    batch keeps π(.|s) the actors sampled from (the shared Atari network: π_old without another pass)."""
+
+    width = 1
+
+    def __init__(self, ctx: GroupContext, agent, keep_policy: bool):
+        T, N = ctx.cfg.horizon, ctx.num_runs * ctx.cfg.num_envs
+        self.agent, self.N = agent, N
+        self.uniforms = torch.stack([torch.rand(T, ctx.cfg.num_envs, generator=g) for g in ctx.sample_gens],
+                                    dim=1)  # [T, G, E]
+        self.log_probs = torch.zeros(T, N, ctx.envs.num_actions) if keep_policy else None
+
+    def __call__(self, x: torch.Tensor, t: int, out: torch.Tensor) -> tuple[torch.Tensor, np.ndarray]:
+        policy, value = self.agent.evaluate(x)
+        action = policy.sample(self.uniforms[t]).view(self.N)
+        out[:, 0] = action
+        if self.log_probs is not None:
+            self.log_probs[t] = policy.logits.view(self.N, -1)
+        return value, action.numpy()
+
+
+def collect_batch(ctx: GroupContext, agent, normalizer: ObsNormalizer | None = None,
+                  reward_scaler: RewardScaler | None = None) -> Batch:
+    """Roll out ``cfg.horizon`` lock-steps of every actor, then GAE and advantages: one batch per run.
+
+    What the network sees comes from the environment family (vector observations through the running
+    ``normalizer``, or Atari's frames), how it acts from the policy (Gaussian or categorical), what the
+    learner is told of a step from the family's ``learner_signal`` (an Atari protocol clips rewards and ends
+    the horizon at a lost life; the recorded episodes stay raw whole games), then ``reward_scaler`` where
+    the config scales rewards. Every draw comes from each run's own generator."""
     t0 = time.perf_counter()
     cfg, envs, G, E, T = ctx.cfg, ctx.envs, ctx.num_runs, ctx.cfg.num_envs, ctx.cfg.horizon
-    N, d, A = G * E, envs.obs_dim, envs.act_dim
+    N, pixels = G * E, ctx.family.observation == "pixels"
     bootstrap_time_limit = cfg.time_limit == "bootstrap"
-    obs_buf = np.zeros((T, N, d))
-    act_buf = torch.zeros(T, N, A)  # discrete: A = 1, the action index as a float
+    inputs = FrameInputs(ctx) if pixels else VectorInputs(ctx, normalizer)
+    obs_buf = inputs.buffer(T, N)
     rew_buf, val_buf, final_val_buf = np.zeros((T, N)), np.zeros((T, N)), np.zeros((T, N))
     term_buf, trunc_buf = np.zeros((T, N), bool), np.zeros((T, N), bool)
     recompute = cfg.ppo is not None and cfg.ppo.adv_recompute  # PPO's GAE before every epoch
     keep_final_obs = recompute and bootstrap_time_limit  # for V(final observation) in every epoch
-    final_obs_buf = np.zeros((T, N, d)) if keep_final_obs else None
-
-    if envs.discrete:
-        noise = torch.stack([torch.rand(T, E, generator=g) for g in ctx.sample_gens], dim=1)  # [T, G, E]
-    else:
-        noise = torch.stack([torch.randn(T, E, A, generator=g) for g in ctx.sample_gens], dim=1)  # [T, G, E, A]
+    final_obs_buf = inputs.buffer(T, N) if keep_final_obs else None
     # inference mode: no autograd bookkeeping on the per-step ops (the same kernels, so the same bits)
     with torch.inference_mode():
-        # σ·noise of every step at once: an elementwise product, the same bits as one step at a time
-        scaled_noise = None if envs.discrete else agent.log_std.exp() * noise
+        act = CategoricalActions(ctx, agent, keep_policy=pixels) if envs.discrete else GaussianActions(ctx, agent)
+        act_buf = torch.zeros(T, N, act.width)
         for t in range(T):
             obs_buf[t] = envs.obs
-            x = normalizer(envs.obs.reshape(G, E, d))
-            val_buf[t] = agent.value_of(x).view(N).numpy()
-            if envs.discrete:
-                action = agent.policy(x).sample(noise[t])  # [G, E] indices
-                act_buf[t, :, 0] = action.view(N)
-                env_action = action.view(N).numpy()
-            else:
-                torch.add(agent.policy_mean(x), scaled_noise[t], out=act_buf[t].view(G, E, A))  # mean + σ·noise
-                env_action = act_buf[t].numpy().astype(np.float64)
-                if not np.isfinite(env_action).all():  # only a diverged run's; it is no longer recorded
-                    env_action = np.nan_to_num(env_action, posinf=0.0, neginf=0.0)
-                if cfg.action_clip:  # in place on the fresh float64 copy
-                    np.minimum(np.maximum(env_action, envs.low, out=env_action), envs.high, out=env_action)
-            rew_buf[t], term_buf[t], trunc_buf[t], final_obs, finished = envs.step(env_action)
+            value, env_action = act(inputs(envs.obs), t, act_buf[t])
+            val_buf[t] = value.view(N).numpy()
+            raw_reward, terminated, truncated, final_obs, finished = envs.step(env_action)
+            rew_buf[t], term_buf[t], trunc_buf[t] = ctx.family.learner_signal(envs, raw_reward, terminated, truncated)
             if reward_scaler is not None:
                 rew_buf[t] = reward_scaler(rew_buf[t], term_buf[t] | trunc_buf[t])
             if bootstrap_time_limit and trunc_buf[t].any():
@@ -219,23 +303,23 @@ def collect_batch(ctx: GroupContext, agent: GaussianActorCritic | CategoricalAct
                 final = envs.obs.copy()
                 for i in np.flatnonzero(trunc_buf[t]):
                     final[i] = final_obs[i]
-                final_val_buf[t] = agent.value_of(normalizer(final.reshape(G, E, d))).view(N).numpy()
+                final_val_buf[t] = agent.value_of(inputs(final)).view(N).numpy()
                 if keep_final_obs:
                     final_obs_buf[t] = final
             ctx.log.tick()
             ctx.log.finished(finished)
-        last_value = agent.value_of(normalizer(envs.obs.reshape(G, E, d))).view(N).numpy()
+        last_value = agent.value_of(inputs(envs.obs)).view(N).numpy()
     next_values = np.concatenate([val_buf[1:], last_value[None]])
     if bootstrap_time_limit:
         next_values = np.where(trunc_buf, final_val_buf, next_values)
-    rollout_seconds = time.perf_counter() - t0
-    raw_obs = to_runs(obs_buf, T, G, E)
-    normalizer.update(raw_obs)
-    batch = finish_batch(ctx, normalizer(raw_obs), to_runs(act_buf, T, G, E), rew_buf, val_buf, next_values,
-                         term_buf, trunc_buf, rollout_seconds)
+    inputs.learn(obs_buf)
+    batch = finish_batch(ctx, inputs.batch(obs_buf), to_runs(act_buf, T, G, E), rew_buf, val_buf, next_values,
+                         term_buf, trunc_buf, time.perf_counter() - t0)
+    if act.log_probs is not None:
+        batch.policy = Categorical.of_log_probs(to_runs(act.log_probs, T, G, E))
     if recompute:  # the next values are recomputed too, so keep the observations they come from
-        final = normalizer(to_runs(final_obs_buf, T, G, E)) if keep_final_obs else None
-        batch.signals = RolloutSignals(rew_buf, term_buf, trunc_buf, normalizer(envs.obs.reshape(G, E, d)), final)
+        final = inputs.batch(final_obs_buf) if keep_final_obs else None
+        batch.signals = RolloutSignals(rew_buf, term_buf, trunc_buf, inputs(envs.obs), final)
     return batch
 
 
@@ -288,60 +372,6 @@ def recompute_advantages(cfg: RunConfig, batch: Batch, value_of) -> tuple[torch.
             next_values = np.where(s.truncated, final, next_values)
     adv, returns = advantages_and_returns(cfg, G, s.rewards, values, next_values, s.terminated, s.truncated)
     return adv, torch.from_numpy(returns).float()
-
-
-def collect_atari_batch(ctx: GroupContext, agent) -> Batch:
-    """The rollout of a categorical policy on image observations (Atari), in the same lock-step.
-
-    The protocol's training signal is made here, so the environments keep the raw game: rewards are
-    clipped to their sign (``reward_clip``) and a lost life ends the value horizon (``life_loss_signal``)
-    for the learner only; the recorded episode is the whole game with its raw score (ppo/envs/atari.py).
-
-    The batch's frames [G, B, C, H, W] are a view of channels-last memory ([G, B, H, W, C]), the layout the
-    update's convolutions want. The batch keeps the policy the actors sampled from.
-    """
-    t0 = time.perf_counter()
-    cfg, envs, G, E, T = ctx.cfg, ctx.envs, ctx.num_runs, ctx.cfg.num_envs, ctx.cfg.horizon
-    protocol, N, shape, A = envs.protocol, G * E, envs.obs_shape, envs.num_actions
-    C, H, W = shape
-    bootstrap_time_limit = cfg.time_limit == "bootstrap"
-    obs_buf = np.zeros((T, N, *shape), dtype=np.uint8)
-    act_buf = torch.zeros(T, N, 1)  # action indices, as floats like a Gaussian's actions
-    logp_buf = torch.zeros(T, N, A)  # log π(.|s) the actions were sampled from
-    rew_buf, val_buf, final_val_buf = np.zeros((T, N)), np.zeros((T, N)), np.zeros((T, N))
-    term_buf, trunc_buf = np.zeros((T, N), bool), np.zeros((T, N), bool)
-
-    uniforms = torch.stack([torch.rand(T, E, generator=g) for g in ctx.sample_gens], dim=1)  # [T, G, E]
-    # inference mode: no autograd bookkeeping on the per-step ops (the same kernels, so the same bits)
-    with torch.inference_mode():
-        for t in range(T):
-            obs_buf[t] = envs.obs
-            policy, value = agent.evaluate(torch.from_numpy(envs.obs).view(G, E, *shape))
-            action = policy.sample(uniforms[t]).view(N)
-            val_buf[t] = value.view(N).numpy()
-            act_buf[t, :, 0] = action
-            logp_buf[t] = policy.logits.view(N, A)
-            raw_reward, terminated, trunc_buf[t], final_obs, finished = envs.step(action.numpy())
-            rew_buf[t] = np.sign(raw_reward) if protocol.reward_clip else raw_reward
-            term_buf[t] = terminated | envs.life_lost if protocol.life_loss_signal else terminated
-            trunc_buf[t] &= ~term_buf[t]
-            if bootstrap_time_limit and trunc_buf[t].any():
-                final = envs.obs.copy()
-                for i in np.flatnonzero(trunc_buf[t]):
-                    final[i] = final_obs[i]
-                final_val_buf[t] = agent.value_of(torch.from_numpy(final).view(G, E, *shape)).view(N).numpy()
-            ctx.log.tick()
-            ctx.log.finished(finished)
-        last_value = agent.value_of(torch.from_numpy(envs.obs).view(G, E, *shape)).view(N).numpy()
-    next_values = np.concatenate([val_buf[1:], last_value[None]])
-    if bootstrap_time_limit:
-        next_values = np.where(trunc_buf, final_val_buf, next_values)
-    frames = torch.from_numpy(channels_last(obs_buf.reshape(T * N, *shape)).reshape(T, N, H, W, C))
-    obs = to_runs(frames, T, G, E).permute(0, 1, 4, 2, 3)  # [G, B, C, H, W], channels-last memory
-    batch = finish_batch(ctx, obs, to_runs(act_buf, T, G, E), rew_buf, val_buf, next_values, term_buf, trunc_buf,
-                         time.perf_counter() - t0)
-    batch.policy = Categorical.of_log_probs(to_runs(logp_buf, T, G, E))
-    return batch
 
 
 def channels_last(frames: np.ndarray) -> np.ndarray:

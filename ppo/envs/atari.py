@@ -10,8 +10,8 @@ The environments are gymnasium's and ale-py's own: ``gym.make("ALE/<Game>-v5", f
 ``FrameStackObservation``. ``AtariLockstepEnvs`` resets them through these wrappers but takes each step as they
 would, on the emulator directly (``AtariLockstepEnvs._advance``: the same frames, rewards and episode ends,
 checked against the wrappers in tests/envs/test_atari_env.py), without their per-step overhead. Two protocol
-settings are applied by the learner, not here: the life-loss signal (``AtariLockstepEnvs.life_lost``) and
-reward clipping; the rewards and returns reported here are always raw.
+settings shape only what the learner is told (``learner_signal``): the life-loss signal
+(``AtariLockstepEnvs.life_lost``) and reward clipping; the rewards and returns the environments report are raw.
 """
 from __future__ import annotations
 
@@ -96,6 +96,8 @@ class AtariLockstepEnvs:
     Rewards, returns and lengths are raw and span the whole game (all lives). ``life_lost`` tells the learner
     where a life ended, for protocols with a life-loss signal; the emulator is not reset there.
     """
+
+    discrete = True  # an action is an index into the action set
 
     def __init__(self, task: str, seeds: list[int], protocol: AtariProtocol):
         self.task, self.protocol = task, protocol
@@ -243,6 +245,19 @@ def _preprocessing(env: gym.Env) -> AtariPreprocessing:
     return env
 
 
+def learner_signal(envs: AtariLockstepEnvs, rewards: np.ndarray, terminated: np.ndarray,
+                   truncated: np.ndarray) -> tuple:
+    """What the learner is told of a step under the protocol: rewards clipped to their sign (``reward_clip``),
+    and a lost life ending the value horizon like a game over (``life_loss_signal``); a time limit is then
+    a truncation only where nothing terminated."""
+    protocol = envs.protocol
+    if protocol.reward_clip:
+        rewards = np.sign(rewards)
+    if protocol.life_loss_signal:
+        terminated = terminated | envs.life_lost
+    return rewards, terminated, truncated & ~terminated
+
+
 def env_record(task: str, config) -> dict:
     """How the run's environments were made and what the learner saw of them, for the manifest."""
     # "ppo.atari": the module's name when Atari runs were first recorded; the value stays, so that their
@@ -262,4 +277,4 @@ FAMILY = EnvFamily(
     observation="pixels", discrete=lambda task: True, record=env_record, version=task_version,
     packages=("ale-py", "opencv-python-headless"),
     seconds_per_step=lambda task, runs, speeds: SECONDS_PER_STEP * runs,
-    limit_seconds_per_step=lambda runs: SECONDS_PER_STEP * runs)
+    limit_seconds_per_step=lambda runs: SECONDS_PER_STEP * runs, learner_signal=learner_signal)

@@ -1,6 +1,6 @@
 """What an environment family is, declared once beside its code, as an algorithm declares its SPEC: which tasks
-it owns and how it checks one, how it makes a group's lock-step environments, what the networks see, what a
-run records of it, the packages its numerics depend on, and what a step costs.
+it owns and how it checks one, how it makes a group's lock-step environments, what the networks see, what the
+learner is told of a step (its training signal), what a run records of it, the packages its numerics depend on, and what a step costs.
 
 Each module ``ppo/envs/<family>.py`` ends with ``FAMILY = EnvFamily(...)``, and ppo/envs/__init__.py lists
 them (``family_of``). The study (task checks, which networks and action spaces fit), the rollout (a group's
@@ -38,6 +38,11 @@ class GroupEnvs(Protocol):
     def close(self) -> None: ...
 
 
+def raw_signal(envs: GroupEnvs, rewards: np.ndarray, terminated: np.ndarray, truncated: np.ndarray) -> tuple:
+    """The learner's signal of a step as the environments report it: rewards, terminations, time limits."""
+    return rewards, terminated, truncated
+
+
 @dataclass(frozen=True)
 class EnvFamily:
     name: str
@@ -54,6 +59,9 @@ class EnvFamily:
     # pipeline config's measured simulator steps/s per task) and the slowest measured (for cluster time limits).
     seconds_per_step: Callable[[str, int, dict], float]
     limit_seconds_per_step: Callable[[int], float]
+    # (envs, rewards, terminated, truncated) of a step -> the learner's: an Atari protocol clips rewards and
+    # ends the value horizon at a lost life; the recorded episodes stay the environments' own (raw, whole games)
+    learner_signal: Callable[..., tuple] = raw_signal
 
 
 def task_version(task: str) -> str:

@@ -12,7 +12,7 @@ from killing import kill_then_resume
 
 import ppo.algorithms.base
 import ppo.algorithms.rollout
-from ppo.algorithms.rollout import channels_last, collect_atari_batch, group_context, to_runs
+from ppo.algorithms.rollout import channels_last, collect_batch, group_context, to_runs
 from ppo.config.errors import ConfigError
 from ppo.config.experiments import load_preset, load_variant
 from ppo.config.files import EXPERIMENTS_DIR, deep_merge
@@ -68,7 +68,7 @@ def rollout_seen_by_learner(monkeypatch, protocol_name, steps=300, **protocol_ch
 
     monkeypatch.setattr(ppo.algorithms.rollout, "gae", spy)
     agent = algorithm_class("ppo")(ctx).agent
-    collect_atari_batch(ctx, agent)
+    collect_batch(ctx, agent)
     return ctx, recorder, seen
 
 
@@ -117,7 +117,7 @@ def test_the_batch_holds_the_frames_seen_channels_last_and_the_policy_that_acted
 
     ctx.envs.step = step
     agent = algorithm_class("ppo")(ctx).agent
-    batch = collect_atari_batch(ctx, agent)
+    batch = collect_batch(ctx, agent)
     assert torch.equal(batch.obs, torch.from_numpy(to_runs(np.stack(seen), 40, 2, 2)))
     assert batch.obs.permute(0, 1, 3, 4, 2).is_contiguous()
     with torch.no_grad():
@@ -148,7 +148,7 @@ def test_resume_after_kill_gives_identical_records(tmp_path, monkeypatch):
     specs = [RunSpec("a", "ALE/Pong-v5", TINY, 0), RunSpec("b", "ALE/Pong-v5", TINY, 1)]
     uninterrupted = train_group(specs, log=lambda _: None)
     resumed = kill_then_resume(monkeypatch, train_group, specs, tmp_path / "group.ckpt",
-                               ppo.algorithms.base, "collect_atari_batch", 3)
+                               ppo.algorithms.base, "collect_batch", 3)
     for r1, r2 in zip(uninterrupted, resumed):
         pd.testing.assert_frame_equal(r1.episodes, r2.episodes, check_exact=True)
         pd.testing.assert_frame_equal(r1.updates, r2.updates, check_exact=True)
