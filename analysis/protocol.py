@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.io import load_random
 from analysis.references import format_steps
 
 
@@ -119,6 +120,26 @@ def difference_notes(
     return notes + notes_shared_with_paper(manifests, scores, random_files, window) + list(extra)
 
 
+INTERVALS_NOTE = (
+    "Intervals: per task, a 95% Student t interval of the mean over its n seeds (n − 1 degrees of freedom; a "
+    "percentile bootstrap over 3 seeds would give their range, about 75% coverage); a mean over tasks (Table 1's "
+    "score), a 95% t interval stratified over tasks (each task's own variance over seeds, Welch–Satterthwaite "
+    "degrees of freedom); a difference between two sets of runs, Welch's 95% interval, and 'identical' when both "
+    "sides are the same runs. IQM, median, optimality gap, performance profiles and probability of improvement: "
+    "95% percentile bootstrap over runs stratified by task (Agarwal et al. 2021), narrower than 95% at 3 seeds per "
+    "task. No interval with one seed."
+)
+ONE_SETTING = ("One setting only: no normalised score (every task's best setting would be this one, 1.00 by "
+               "construction); the raw scores per task are the result.")
+
+
+def not_above_random(scores: pd.DataFrame, random_scores: pd.Series) -> pd.DataFrame:
+    """The scored runs whose final score is not above our random policy's on their task (a run that never learned,
+    diverged or not); tasks without a random score are left out."""
+    random = scores["task"].map(random_scores)
+    return scores[random.notna() & (scores["score"] <= random)]
+
+
 def notes_shared_with_paper(manifests: pd.DataFrame, scores: pd.DataFrame, random_files: Sequence[Path],
                             window: int) -> list[str]:
     """The notes on score, normalisation, intervals and left-out runs, whether or not the tasks are the paper's."""
@@ -128,11 +149,19 @@ def notes_shared_with_paper(manifests: pd.DataFrame, scores: pd.DataFrame, rando
         "Normalisation: random score = mean return of our own random-policy episodes "
         f"({', '.join(p.name for p in random_files)}); best = our best setting per task "
         "(the paper publishes neither).",
-        "CI: 95% percentile bootstrap over runs, stratified by task (Agarwal et al. 2021).",
+        INTERVALS_NOTE,
     ]
+    if manifests["variant"].nunique() == 1:
+        notes.append(ONE_SETTING)
     n_diverged = int((manifests["status"] == "diverged").sum())
     if n_diverged:
         notes.append(f"{n_diverged} of {len(manifests)} runs diverged.")
+    files = [Path(f) for f in random_files]
+    if files and all(f.is_file() for f in files) and not scores.empty:
+        failed = not_above_random(scores, load_random(files))
+        where = "; ".join(f"{v} on {t}: {len(g)}" for (v, t), g in failed.groupby(["variant", "task"]))
+        notes.append(f"{len(failed)} of {len(scores)} scored runs end no better than our random policy (final "
+                     f"score ≤ its score on the task){': ' + where if where else ''}.")
     unscored = sorted(set(manifests["run_id"]) - set(scores["run_id"]))
     if unscored:
         notes.append(f"Runs with no finished episode, left out: {', '.join(unscored)}.")

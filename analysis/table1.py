@@ -4,11 +4,16 @@ Sec 6.1: per task, the random policy scores 0 and the best setting scores 1; a s
 value is the mean over its runs (7 tasks x 3 seeds = 21 in the paper). The paper does
 not publish its random or best scores, so both come from our own runs: "best" is the
 setting with the highest mean (over seeds) final score on that task, chosen among the
-variants present in ``scores``. The CI treats those constants as fixed.
+variants present in ``scores``. The interval treats those constants as fixed: it is a 95% t interval stratified
+over tasks (:func:`analysis.stats.stratified_t_interval`: each task's variance over its seeds), not a bootstrap,
+whose interval over 3 seeds per task shrinks each task's spread by a third. Each setting is set against the best
+one by Welch's interval of the difference (:data:`BEST_RULE`), and a study of one setting has no normalised score
+(its best would be itself: 1.00 by construction).
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from pathlib import Path
 
@@ -16,16 +21,21 @@ import numpy as np
 import pandas as pd
 import scipy.stats
 
-from analysis.stats import mean, stratified_bootstrap_ci
+from analysis.stats import interval_side, stratified_t_interval, stratified_welch
 
 TABLE1_COLUMNS = [
     "variant",
     "variant_label",
     "n_runs",
     "n_diverged",
+    "n_not_above_random",
     "ours",
     "ci_low",
     "ci_high",
+    "diff_vs_best",
+    "diff_ci_low",
+    "diff_ci_high",
+    "vs_best",
     "published",
     "rank_ours",
     "rank_published",
@@ -105,6 +115,42 @@ def final_entropy(updates: pd.DataFrame, manifests: pd.DataFrame, last_fraction:
     return wide.reset_index()
 
 
+def _by_task(norm: pd.DataFrame, variant: str) -> dict[str, np.ndarray]:
+    """One array of ``variant``'s normalised scores per task (sorted), runs in seed order."""
+    runs = norm[norm["variant"] == variant].sort_values(["task", "seed"], kind="stable")
+    return {t: g["normalized"].to_numpy(dtype=float) for t, g in runs.groupby("task", sort=True)}
+
+
+# Normalised-score differences smaller than this are not called differences, whatever the interval says: at a
+# ceiling (CartPole's 500, reached by most settings) both sides of a task can have no spread, and a setting 0.005
+# lower would otherwise count as "below" the best.
+TIE_MARGIN = 0.02
+BELOW, NOT_DISTINGUISHABLE, BEST, NO_INTERVAL = "below", "not distinguishable", "best", "no interval"
+BEST_RULE = (
+    "Against the best setting (the highest mean; vs_best): diff_vs_best = the setting's score − the best one's, the "
+    "mean over the tasks both ran of the per-task difference of mean normalised scores, with Welch's 95% interval "
+    "(the two settings' seeds independent, each task's own variance over seeds, Welch–Satterthwaite degrees of "
+    f"freedom). 'below': the interval lies wholly below 0 and the difference is at least {TIE_MARGIN} (smaller "
+    "differences are not called differences: at a ceiling both sides can have no spread); 'not distinguishable': "
+    "otherwise; 'no interval': a task with a single run. The best is picked from the same runs, which makes "
+    "'below' a little easier to reach. Not interval overlap: two 95% intervals can overlap while the interval of "
+    "their difference excludes 0."
+)
+NOT_ABOVE_RANDOM_NOTE = ("n_not_above_random: runs whose final score is not above our random policy's on the task "
+                         "(normalised score ≤ 0): a run that never learned, diverged or not.")
+ONE_SETTING_NOTE = ("One setting only: no normalised score. Each task's best setting would be this one, so every "
+                    "score would be 1.00 by construction, not comparable with the paper's column; see the raw "
+                    "scores per task.")
+
+
+def versus_best(diff) -> str:
+    """:data:`BEST_RULE`'s word for one difference from the best (a :class:`analysis.stats.Difference`)."""
+    side = interval_side(diff.low, diff.high)
+    if side == "no interval":
+        return NO_INTERVAL
+    return BELOW if side == "below 0" and diff.point <= -TIE_MARGIN else NOT_DISTINGUISHABLE
+
+
 def table1(
     scores: pd.DataFrame,
     random_scores: pd.Series,
@@ -114,30 +160,51 @@ def table1(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """Our Table 1 with stratified-bootstrap CIs and the published value beside it.
+    """Our Table 1 with 95% t intervals stratified over tasks and the published value beside it.
 
-    ``paper_map`` comes from :func:`paper_rows`, ``published`` from
-    :func:`load_published_table1`; without them ``published`` is NaN. ``rank_ours``
-    ranks all variants (1 = best); ``rank_published`` ranks the variants that have a
-    published value. Ties share the average rank.
+    ``ours`` is the mean over tasks of each task's mean normalised score over seeds (the mean over all runs when
+    every task has the same number of seeds, as the paper's 7 × 3); ``ci_low``/``ci_high`` its t interval
+    (:func:`analysis.stats.stratified_t_interval`). ``diff_vs_best`` and ``vs_best`` set each setting against
+    the best one by :data:`BEST_RULE`; ``n_not_above_random`` counts runs that end no better than the random
+    policy. With a single setting every value would be 1 by construction: ``ours`` and the ranks are NaN
+    (:data:`ONE_SETTING_NOTE`). ``paper_map`` comes from :func:`paper_rows`, ``published`` from
+    :func:`load_published_table1`; without them ``published`` is NaN. ``rank_ours`` ranks all variants (1 =
+    best); ``rank_published`` ranks the variants that have a published value. Ties share the average rank.
+    ``n_resamples`` and ``seed`` are unused (the intervals are t intervals), kept for callers.
     """
     norm = normalize_scores(scores, random_scores)
     labels = norm.groupby("variant")["variant_label"].first()
+    variants = sorted(norm["variant"].unique())
+    by_task = {v: _by_task(norm, v) for v in variants}
+    intervals = {v: stratified_t_interval(list(by_task[v].values()), confidence) for v in variants}
+    one_setting = len(variants) == 1
+    best = max(variants, key=lambda v: intervals[v].point)
     rows = []
-    for variant, group in norm.groupby("variant", sort=True):
-        by_task = {t: g["normalized"].to_numpy() for t, g in group.groupby("task", sort=True)}
-        ci = stratified_bootstrap_ci(by_task, mean, n_resamples, confidence, seed)
-        rows.append(
-            {
-                "variant": variant,
-                "variant_label": labels[variant],
-                "n_runs": len(group),
-                "n_diverged": int((group["status"] == "diverged").sum()),
-                "ours": ci.point,
-                "ci_low": ci.low,
-                "ci_high": ci.high,
-            }
-        )
+    for variant in variants:
+        group = norm[norm["variant"] == variant]
+        ci = intervals[variant]
+        row = {
+            "variant": variant,
+            "variant_label": labels[variant],
+            "n_runs": len(group),
+            "n_diverged": int((group["status"] == "diverged").sum()),
+            "n_not_above_random": int((group["normalized"] <= 0).sum()),
+            "ours": math.nan if one_setting else ci.point,
+            "ci_low": math.nan if one_setting else ci.low,
+            "ci_high": math.nan if one_setting else ci.high,
+            "diff_vs_best": math.nan, "diff_ci_low": math.nan, "diff_ci_high": math.nan, "vs_best": "",
+        }
+        shared = sorted(set(by_task[variant]) & set(by_task[best]))
+        if one_setting:
+            pass
+        elif variant == best:
+            row["vs_best"] = BEST
+        elif shared:
+            diff = stratified_welch([by_task[variant][t] for t in shared], [by_task[best][t] for t in shared],
+                                    confidence)
+            row.update(diff_vs_best=diff.point, diff_ci_low=diff.low, diff_ci_high=diff.high,
+                       vs_best=versus_best(diff))
+        rows.append(row)
     out = pd.DataFrame(rows)
     out["published"] = np.nan
     if paper_map is not None and published is not None:
@@ -154,20 +221,20 @@ def table1(
     return out.reset_index(drop=True)[TABLE1_COLUMNS]
 
 
-# Normalised-score differences smaller than this are not called differences, whatever the intervals say: at a
-# ceiling (CartPole's 500, reached by most settings) the bootstrap interval of a setting that always reaches it
-# has zero width, and a setting 0.005 lower would otherwise count as "clearly below" it.
-TIE_MARGIN = 0.02
-
-
 def clearly_below(table: pd.DataFrame, margin: float = TIE_MARGIN) -> tuple[str, list[str], list[str]]:
-    """(best variant, variants within noise of it, variants clearly below it) of a Table 1 (``ours``, ``ci_low``,
-    ``ci_high``; one row per variant). Clearly below: its 95% interval lies wholly under the best one's and its
-    score is at least ``margin`` lower; within noise: every other variant. Order: the table's."""
+    """(best variant, variants not distinguishable from it, variants below it) of a Table 1, one row per variant.
+
+    With :func:`table1`'s ``vs_best`` column, by :data:`BEST_RULE` (Welch's interval of the difference from the
+    best). A table of ``ours``, ``ci_low`` and ``ci_high`` alone (no per-seed data) only allows the old rule: below
+    when its 95% interval lies wholly under the best one's and it is at least ``margin`` lower, which is not a
+    test; pass the ``vs_best`` column instead. Order: the table's."""
     best = table.loc[table["ours"].idxmax()]
-    below = (table["ci_high"] < best["ci_low"]) & (best["ours"] - table["ours"] >= margin)
     others = table["variant"] != best["variant"]
-    return best["variant"], list(table.loc[others & ~below, "variant"]), list(table.loc[below, "variant"])
+    if "vs_best" in table.columns:
+        below = table["vs_best"] == BELOW
+    else:
+        below = (table["ci_high"] < best["ci_low"]) & (best["ours"] - table["ours"] >= margin)
+    return best["variant"], list(table.loc[others & ~below, "variant"]), list(table.loc[others & below, "variant"])
 
 
 def rank_agreement(table: pd.DataFrame) -> dict:
@@ -198,9 +265,11 @@ def paper_checks(
     (variant, task), that cell's seeds with replacement, then recomputes the whole table as
     :func:`table1` does (best setting per task chosen again, normalisation, mean over tasks), so the
     interval of Spearman's ρ includes the uncertainty of the normalisation. Returns ρ and its
-    percentile interval, whether ``no_clip`` is last (and how often in the resamples), whether
-    ``anchor`` lies within the best setting's interval (and how often it is best), and the settings
-    whose rank moves most from the paper's.
+    percentile interval, whether ``no_clip`` is last (and how often in the resamples), the best setting with
+    Table 1's interval of its score (``best_ci``: the same numbers as Table 1, normalisation fixed), ``anchor``
+    against it (``anchor_minus_best`` with Welch's interval and ``anchor_vs_best`` by :data:`BEST_RULE`; how
+    often the anchor is best in the resamples, as a fraction and a count), and the settings whose rank moves
+    most from the paper's.
     """
     variants = sorted(scores["variant"].unique())
     tasks = sorted(scores["task"].unique())
@@ -230,7 +299,12 @@ def paper_checks(
     point_rank = dict(zip(variants, ranks[0]))
     paper_rank = pd.Series(paper, index=variants).rank(ascending=False)
     best_variant = variants[int(table[0].argmax())]
-    best_low, best_high = np.quantile(table[1:, variants.index(best_variant)], [alpha, 1 - alpha])
+    norm = normalize_scores(scores, random_scores)
+    best_runs, anchor_runs = _by_task(norm, best_variant), _by_task(norm, anchor)
+    best_ci = stratified_t_interval(list(best_runs.values()), confidence)
+    shared = sorted(set(best_runs) & set(anchor_runs))
+    versus = stratified_welch([anchor_runs[t] for t in shared], [best_runs[t] for t in shared], confidence)
+    anchor_best = int((ranks[1:, variants.index(anchor)] == 1).sum())
     moved = sorted(((abs(point_rank[v] - paper_rank[v]), v) for v in np.array(variants)[has]), reverse=True)
     return {
         "n_variants_with_paper_value": int(has.sum()),
@@ -241,14 +315,19 @@ def paper_checks(
         "no_clip_last_fraction": float((ranks[1:, variants.index(no_clip)] == len(variants)).mean())
         if no_clip in variants else None,
         "best_variant": best_variant,
-        "best_ci": [float(best_low), float(best_high)],
+        "best_ci": [float(best_ci.low), float(best_ci.high)],
         "anchor": anchor,
         "anchor_score": float(table[0, variants.index(anchor)]),
-        "anchor_within_best_ci": bool(table[0, variants.index(anchor)] >= best_low),
-        "anchor_best_fraction": float((ranks[1:, variants.index(anchor)] == 1).mean()),
+        "anchor_within_best_ci": bool(table[0, variants.index(anchor)] >= best_ci.low),
+        "anchor_minus_best": [versus.point, versus.low, versus.high],
+        "anchor_vs_best": BEST if anchor == best_variant else versus_best(versus),
+        "anchor_best_fraction": anchor_best / n_resamples,
+        "anchor_best_count": anchor_best,
         "largest_rank_moves": [{"variant": v, "rank_ours": int(point_rank[v]), "rank_paper": float(paper_rank[v])}
                                for _, v in moved[:3]],
         "n_resamples": n_resamples,
-        "method": "seeds resampled with replacement within each (variant, task); the best setting per task, "
-                  "the normalisation and the mean over tasks recomputed per resample; percentile intervals",
+        "method": "rho_ci and the fractions: seeds resampled with replacement within each (variant, task), the "
+                  "best setting per task, the normalisation and the mean over tasks recomputed per resample, "
+                  "percentile intervals; best_ci: Table 1's 95% t interval stratified over tasks (normalisation "
+                  "fixed); anchor_minus_best: Welch's 95% interval, anchor_vs_best by BEST_RULE",
     }

@@ -217,3 +217,20 @@ def test_plot_performance_profile(tmp_path):
     profile = performance_profile(frame, default_taus(frame, 11), n_resamples=200)
     path = plot_performance_profile(profile, tmp_path / "fig" / "profile.png")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_mean_interval_t_is_table1s_and_the_order_is_the_mean():
+    # x: A [0, 1], B [2, 10] -> mean of task means (0.5 + 6) / 2 = 3.25 (= the pooled mean, 2 runs each);
+    # v = s^2/n = 0.5/2 = 0.25 and 32/2 = 16; se = sqrt(16.25) / 2; dof = 16.25^2 / (0.25^2 + 16^2) = 1.031242;
+    # t(0.975, 1.031242) = 11.831682 (scipy.stats.t.ppf): half-width 23.847518.
+    # y: A [1.6, 1.7], B [1.8, 1.9]: IQM 1.75 above x's (1 + 2) / 2 = 1.5, mean 1.75 below x's: sorted by the
+    # mean, Table 1's order, x first.
+    frame = pd.concat([_frame("x", {"A": [0.0, 1.0], "B": [2.0, 10.0]}),
+                       _frame("y", {"A": [1.6, 1.7], "B": [1.8, 1.9]})], ignore_index=True)
+    table = aggregate_metrics(frame, n_resamples=200, mean_interval="t")
+    assert table["variant"].tolist() == ["x", "y"] and table.loc[1, "iqm"] > table.loc[0, "iqm"]
+    x = table.iloc[0]
+    assert (x["mean"], x["mean_ci_low"], x["mean_ci_high"]) == (
+        pytest.approx(3.25), pytest.approx(3.25 - 23.847518, abs=1e-5), pytest.approx(3.25 + 23.847518, abs=1e-5))
+    with pytest.raises(ValueError, match="mean_interval"):
+        aggregate_metrics(frame, mean_interval="range")

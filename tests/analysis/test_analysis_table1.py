@@ -7,11 +7,14 @@ Normalised (score - random) / (best - random):
     T1 (scale 15): a = 2/3, 4/3      b = 4/15, 6/15
     T2 (scale 50): a = 0.2, 0.4      b = 0.8, 1.2
 Table 1: a = (2/3 + 4/3 + 0.2 + 0.4) / 4 = 0.65;  b = (10/15 + 2) / 4 = 2/3.
-Stratified CI (percentile, 95%): each task's pair resamples to its low pair, mixed, or
-high pair with probability 1/4, 1/2, 1/4, so both extremes carry 1/16 > 2.5% and the
-bounds are the all-low and all-high means:
-    a: (4/3 + 0.4) / 4 = 13/30   and (8/3 + 0.8) / 4 = 13/15
-    b: (8/15 + 1.6) / 4 = 8/15   and (12/15 + 2.4) / 4 = 4/5
+t interval stratified over tasks (95%): v = s^2 / n per task, s^2 over the 2 seeds (ddof 1):
+    a: T1 s^2 = 2/9, v = 1/9; T2 s^2 = 0.02, v = 0.01; se = sqrt(1/9 + 0.01) / 2;
+       dof = (1/9 + 0.01)^2 / ((1/9)^2 + 0.01^2) = 1.178554; t(0.975, 1.178554) = 8.949547 (scipy):
+       half-width 1.557267 -> -0.907267 to 2.207267
+    b: T1 v = 1/225; T2 v = 0.04; dof = 1.219512, t = 8.394019: half-width 0.884807 -> -0.218141 to 1.551474
+a − b (b is best): T1 1 − 1/3, T2 0.3 − 1: (2/3 − 0.7) / 2 = −1/60; v: 1/9, 0.01, 1/225, 0.04;
+    dof = 1.948653, t = 4.413147: half-width 0.897822 -> −0.914489 to 0.881155: not distinguishable.
+(The old percentile bootstrap gave 13/30 to 13/15 for a: the 2 seeds' extremes, about a third as wide.)
 """
 
 from __future__ import annotations
@@ -78,10 +81,15 @@ def test_table1_values_cis_ranks_and_published(scores, published):
     rows = t.set_index("variant")
     assert rows.loc["a", "ours"] == pytest.approx(0.65)
     assert rows.loc["b", "ours"] == pytest.approx(2 / 3)
-    assert rows.loc["a", "ci_low"] == pytest.approx(13 / 30)
-    assert rows.loc["a", "ci_high"] == pytest.approx(13 / 15)
-    assert rows.loc["b", "ci_low"] == pytest.approx(8 / 15)
-    assert rows.loc["b", "ci_high"] == pytest.approx(4 / 5)
+    assert (rows.loc["a", "ci_low"], rows.loc["a", "ci_high"]) == (pytest.approx(-0.907267, abs=1e-6),
+                                                                   pytest.approx(2.207267, abs=1e-6))
+    assert (rows.loc["b", "ci_low"], rows.loc["b", "ci_high"]) == (pytest.approx(-0.218141, abs=1e-6),
+                                                                   pytest.approx(1.551474, abs=1e-6))
+    assert rows.loc["b", "vs_best"] == "best" and math.isnan(rows.loc["b", "diff_vs_best"])
+    assert (rows.loc["a", "diff_vs_best"], rows.loc["a", "diff_ci_low"], rows.loc["a", "diff_ci_high"]) == (
+        pytest.approx(-1 / 60), pytest.approx(-0.914489, abs=1e-6), pytest.approx(0.881155, abs=1e-6))
+    assert rows.loc["a", "vs_best"] == "not distinguishable"
+    assert rows.loc["a", "n_not_above_random"] == 0
     assert rows.loc["a", "n_runs"] == 4 and rows.loc["a", "n_diverged"] == 0
     assert rows.loc["b", "n_diverged"] == 1
     assert rows.loc["a", "published"] == 0.9  # clipping row of the test CSV
@@ -91,6 +99,30 @@ def test_table1_values_cis_ranks_and_published(scores, published):
     assert rows.loc["a", "variant_label"] == "label a"
     agreement = rank_agreement(t)
     assert agreement["n"] == 2 and math.isnan(agreement["rho"])  # too few variants
+
+
+def test_table1_below_the_best_by_welch_not_overlap():
+    # Random 0, one task. best: 10, 11, 12 (mean 11, = 1); c: 7, 8, 9 -> 7/11, 8/11, 9/11; z: 0, 0, 1.
+    # c − best: (8 − 11) / 11 = −3/11; v = (1/121)/3 twice: se = sqrt(2/363), dof 4, t(0.975, 4) = 2.776445:
+    # half-width 0.206087 -> −0.478814 to −0.066640: wholly below 0 and at least 0.02 lower, "below" (its own
+    # t interval, 0.727 ± 0.226, overlaps the best one's, 1 ± 0.226: overlap would have said "within noise").
+    # z: two runs at the random policy's score (normalised 0), counted in n_not_above_random.
+    scores = _cells({("best", "T"): [10, 11, 12], ("c", "T"): [7, 8, 9], ("z", "T"): [0, 0, 1]})
+    scores["variant_label"], scores["status"], scores["run_id"] = scores["variant"], "completed", range(9)
+    rows = table1(scores, pd.Series({"T": 0.0})).set_index("variant")
+    assert (rows.loc["c", "diff_ci_low"], rows.loc["c", "diff_ci_high"]) == (pytest.approx(-0.478814, abs=1e-6),
+                                                                             pytest.approx(-0.066640, abs=1e-6))
+    assert rows.loc["c", "vs_best"] == "below" and rows.loc["c", "ci_high"] > rows.loc["best", "ci_low"]
+    assert rows.loc["z", "n_not_above_random"] == 2 and rows.loc["best", "n_not_above_random"] == 0
+    from analysis.table1 import clearly_below
+    assert clearly_below(rows.reset_index()) == ("best", [], ["c", "z"])
+
+
+def test_table1_of_one_setting_is_not_normalised_against_itself(scores):
+    # A check with one setting (table1_v4: ε = 0.2 alone) would score 1.00 by construction beside the paper's 0.82.
+    t = table1(scores[scores["variant"] == "a"], RANDOM)
+    assert len(t) == 1 and t[["ours", "ci_low", "ci_high", "rank_ours"]].isna().all(axis=None)
+    assert t.loc[0, "vs_best"] == "" and t.loc[0, "n_runs"] == 4
 
 
 def test_table1_without_paper_rows_has_nan_published(scores):
@@ -165,6 +197,7 @@ def test_paper_checks_by_hand_without_seed_noise():
     assert checks["no_clip_last"] and checks["no_clip_rank"] == 3 and checks["no_clip_last_fraction"] == 1.0
     assert checks["best_variant"] == "clip_0.2" and checks["best_ci"] == pytest.approx([5 / 6, 5 / 6])
     assert checks["anchor_within_best_ci"] and checks["anchor_best_fraction"] == 1.0
+    assert checks["anchor_best_count"] == 200 and checks["anchor_vs_best"] == "best"
     assert [m["variant"] for m in checks["largest_rank_moves"]][:2] == ["kl", "clip_0.2"]
     assert checks["largest_rank_moves"][0] == {"variant": "kl", "rank_ours": 2, "rank_paper": 1.0}
 
@@ -198,3 +231,12 @@ def test_final_entropy_by_hand():
     assert table.loc["a", "T1"] == pytest.approx(3.0) and table.loc["a", "T2"] == pytest.approx(19 / 3)
     assert table.loc["b", "T1"] == -1.0 and math.isnan(table.loc["b", "T2"])
     assert table.loc["a", "variant_label"] == "A"
+
+
+def test_runs_not_above_random_are_counted():
+    # Random: T1 0, T2 -10. A run at the random score (an Acrobot seed that never learned) counts, one above not;
+    # a task without a random score is left out.
+    from analysis.protocol import not_above_random
+    scores = pd.DataFrame({"task": ["T1", "T1", "T2", "T3"], "variant": "v", "score": [0.0, 0.5, -12.0, -99.0]})
+    failed = not_above_random(scores, pd.Series({"T1": 0.0, "T2": -10.0}))
+    assert failed["score"].tolist() == [0.0, -12.0]
