@@ -151,30 +151,111 @@ def clip_grad(params: list[torch.Tensor], max_norm: float | None) -> None:
         torch.nn.utils.clip_grad_norm_(params, max_norm)
 
 
-def train(cfg: RLHFConfig, seed: int, models: Models | None = None, log=None) -> RunResult:
-    """Train one run (or, for best_of_n, evaluate the SFT policy's best-of-n curve)."""
-    models = models or build_models(cfg)
-    if cfg.algorithm == "best_of_n":
-        return best_of_n(cfg, seed, models)
-    lang = models.language
-    sample_gen, order_gen = seeds(seed)
+@dataclass
+class Learner:
+    """What the updates change: the policy, the value model (PPO only), their optimizers and the two β's."""
+
+    policy: Transformer
+    value: Transformer | None
+    opt_policy: torch.optim.Optimizer
+    opt_value: torch.optim.Optimizer | None
+    tr_beta: torch.Tensor  # the surrogate's β on KL(π_old‖π), adapted by d_targ
+    ref_beta: float  # the reward's β on KL(π‖π_ref), adapted by Ziegler's controller
+
+    def finite(self) -> bool:
+        return all(torch.isfinite(p).all() for m in (self.policy, self.value) if m is not None for p in m.parameters())
+
+
+def start_learner(cfg: RLHFConfig, models: Models) -> Learner:
+    """The SFT policy and, for PPO, a value model started from the reward model, each with its own Adam."""
     policy = copy.deepcopy(models.sft).train().requires_grad_(True)
     value = copy.deepcopy(models.reward).train().requires_grad_(True) if cfg.algorithm == "ppo" else None
     # fused: one kernel for the whole Adam step, about 3x faster on CPU than foreach (a loop of ops per tensor)
     # at these sizes; the same update up to rounding in the last bit (as TRL's fused AdamW)
-    opt_policy = torch.optim.Adam(policy.parameters(), lr=cfg.learning_rate, eps=cfg.adam_eps, fused=True)
-    opt_value = torch.optim.Adam(value.parameters(), lr=cfg.learning_rate, eps=cfg.adam_eps, fused=True) if value is not None else None
-    o = cfg.objective
+    adam = lambda m: torch.optim.Adam(m.parameters(), lr=cfg.learning_rate, eps=cfg.adam_eps, fused=True)  # noqa: E731
+    return Learner(policy, value, adam(policy), adam(value) if value is not None else None,
+                   torch.tensor([cfg.objective.kl_beta]), cfg.reference_kl.beta)
+
+
+def optimize(cfg: RLHFConfig, learner: Learner, b: Batch, adv: torch.Tensor, returns: torch.Tensor | None,
+             old_values: torch.Tensor | None, order_gen: torch.Generator) -> torch.Tensor:
+    """K epochs of minibatch Adam steps on −L^{CLIP/KLPEN}(θ) + c1·L^VF over the valid tokens. Returns the
+    means over minibatches of: policy loss, surrogate, approx KL(old‖new), clip fraction, value loss, value
+    clip fraction."""
+    o, policy, value = cfg.objective, learner.policy, learner.value
     clip_eps = torch.tensor([[math.inf if o.clip_epsilon is None else o.clip_epsilon]])
-    tr_beta = torch.tensor([o.kl_beta])  # the surrogate's β on KL(π_old‖π), adapted by d_targ
-    kl_target = torch.tensor([math.nan if o.kl_target is None else o.kl_target])
     ent_coef = torch.tensor([[o.ent_coef]])
     # A term with coefficient 0 adds exactly 0 to the loss and to every gradient (β = 0 stays 0 under d_targ:
     # 0/2 = 0·2 = 0), so its exact KL or entropy over the vocabulary, and their backward, are skipped: a
     # zero [1, 1] stands in (objective_terms broadcasts it) and the records are bit-identical.
     zero_term = torch.zeros(1, 1)
-    ref_beta = cfg.reference_kl.beta  # the reward's β on KL(π‖π_ref), adapted by Ziegler's controller
-    B, M = cfg.batch_size, cfg.minibatch_size
+    stats = torch.zeros(7)  # the six statistics summed over minibatches, and their count
+    for _ in range(cfg.epochs):
+        for idx in torch.randperm(cfg.batch_size, generator=order_gen).split(cfg.minibatch_size):
+            q, r, m = b.queries[idx], b.responses[idx], b.mask[idx]
+            logits = response_logits(policy, q, r, cfg.temperature)
+            logratio = token_log_probs(logits, r) - b.old_logp[idx]
+            ratio = logratio.exp()
+            valid = lambda x: x[m][None]  # noqa: E731 - the valid tokens as one run of objective_terms: [1, N]
+            # KL(π_old‖π) per token, exact; and the entropy bonus
+            tr_kl = valid(L.kl_exact(b.old_logits[idx], logits)) if o.kl_beta != 0 else zero_term
+            ent = valid(L.entropy(logits)) if o.ent_coef != 0 else zero_term
+            policy_loss, surr = objective_terms(valid(ratio), valid(adv[idx]), tr_kl, ent, clip_eps,
+                                                learner.tr_beta.view(1, 1), ent_coef)
+            learner.opt_policy.zero_grad()
+            policy_loss.sum().backward()
+            clip_grad(learner.opt_policy.param_groups[0]["params"], cfg.max_grad_norm)
+            learner.opt_policy.step()
+            value_loss = value_clipfrac = torch.tensor(math.nan)
+            if value is not None:
+                new_values = response_values(value, q, r)
+                value_loss, value_clipfrac = L.clipped_value_loss(new_values, old_values[idx], returns[idx], m,
+                                                                  cfg.value_clip)
+                learner.opt_value.zero_grad()
+                (cfg.vf_coef * value_loss).backward()
+                clip_grad(learner.opt_value.param_groups[0]["params"], cfg.max_grad_norm)
+                learner.opt_value.step()
+            with torch.no_grad():
+                stats += torch.stack([policy_loss.sum(), surr.sum(), L.masked_mean(L.kl_k3(b.old_logp[idx], b.old_logp[idx] + logratio), m),
+                                      L.masked_mean(((ratio - 1).abs() > clip_eps[0, 0]).float(), m),
+                                      value_loss.detach(), value_clipfrac, torch.tensor(1.0)])
+    return stats[:6] / stats[6]
+
+
+@torch.no_grad()
+def close_update(cfg: RLHFConfig, learner: Learner, b: Batch, ref_kl_k1: float, adv: torch.Tensor,
+                 returns: torch.Tensor | None, old_values: torch.Tensor | None, stats: torch.Tensor) -> dict:
+    """The update's trust-region KL on the whole batch, the two β rules (d_targ on it, Ziegler's controller on
+    the batch's reference KL), and the update's record."""
+    o = cfg.objective
+    batch_tr_kl = L.masked_mean(L.kl_exact(b.old_logits, response_logits(learner.policy, b.queries, b.responses,
+                                                                         cfg.temperature)), b.mask)
+    beta_used = learner.tr_beta.item()
+    kl_target = torch.tensor([math.nan if o.kl_target is None else o.kl_target])  # nan: β stays fixed
+    learner.tr_beta = adapt_beta(learner.tr_beta, batch_tr_kl.view(1), kl_target)
+    if cfg.reference_kl.target is not None:
+        learner.ref_beta = L.ziegler_beta(learner.ref_beta, ref_kl_k1, cfg.reference_kl.target, cfg.batch_size,
+                                          cfg.reference_kl.horizon)
+    explained = math.nan
+    if learner.value is not None:
+        var = L.masked_mean((returns - L.masked_mean(returns, b.mask)) ** 2, b.mask)
+        explained = (1 - L.masked_mean((returns - old_values - L.masked_mean(returns - old_values, b.mask)) ** 2,
+                                       b.mask) / var).item()
+    return {"tr_kl": batch_tr_kl.item(), "tr_beta": beta_used, "policy_loss": stats[0].item(),
+            "surrogate": stats[1].item(), "approx_kl": stats[2].item(),
+            "clipfrac": stats[3].item() if o.clip_epsilon is not None else math.nan,
+            "value_loss": stats[4].item(), "value_clipfrac": stats[5].item(),
+            "explained_variance": explained, "advantage_std": adv[b.mask].std().item()}
+
+
+def train(cfg: RLHFConfig, seed: int, models: Models | None = None, log=None) -> RunResult:
+    """Train one run (or, for best_of_n, evaluate the SFT policy's best-of-n curve)."""
+    models = models or build_models(cfg)
+    if cfg.algorithm == "best_of_n":
+        return best_of_n(cfg, seed, models)
+    lang, (sample_gen, order_gen) = models.language, seeds(seed)
+    learner = start_learner(cfg, models)
+    B = cfg.batch_size
     group = cfg.group_size if cfg.algorithm in ("grpo", "rloo") else 1
     rows, sample_table, timing = [], [], []
     diverged = None
@@ -182,11 +263,13 @@ def train(cfg: RLHFConfig, seed: int, models: Models | None = None, log=None) ->
         t0 = time.perf_counter()
         # ---- (1)-(2) responses and what is known of them before the update
         queries = lang.sample_prompts(B // group, sample_gen).repeat_interleave(group, 0)
-        b = rollout(cfg, models, policy, queries, sample_gen)
-        greedy = rollout(cfg, models, policy, queries, None, greedy=True) if cfg.algorithm == "remax" else None
-        with torch.no_grad():
-            old_values = response_values(value, queries, b.responses) * b.mask if value is not None else None
-        row = {"update": update, "responses": update * B, **batch_record(b, ref_beta)}
+        b = rollout(cfg, models, learner.policy, queries, sample_gen)
+        greedy = rollout(cfg, models, learner.policy, queries, None, greedy=True) if cfg.algorithm == "remax" else None
+        old_values = None
+        if learner.value is not None:
+            with torch.no_grad():
+                old_values = response_values(learner.value, queries, b.responses) * b.mask
+        row = {"update": update, "responses": update * B, **batch_record(b, learner.ref_beta)}
         if update % cfg.samples.every == 0 or update == cfg.updates:
             sample_table += sample_rows(lang, b, update, cfg.samples.count)
         t1 = time.perf_counter()
@@ -194,64 +277,15 @@ def train(cfg: RLHFConfig, seed: int, models: Models | None = None, log=None) ->
             rows.append(row)
             timing.append({"update": update, "rollout_seconds": t1 - t0, "optimize_seconds": 0.0})
             break
-
         # ---- (3) per-token rewards and advantages
-        adv, returns = advantages(cfg, b, ref_beta, old_values, greedy)
-
-        # ---- (4) K epochs of minibatch steps on  −L^{CLIP/KLPEN}(θ) + c1·L^VF  over the valid tokens
-        stats = torch.zeros(7)  # policy loss, surrogate, approx KL(old‖new), clip fraction, value loss, value clip fraction, n
-        for _ in range(cfg.epochs):
-            for idx in torch.randperm(B, generator=order_gen).split(M):
-                q, r, m = queries[idx], b.responses[idx], b.mask[idx]
-                logits = response_logits(policy, q, r, cfg.temperature)
-                logratio = token_log_probs(logits, r) - b.old_logp[idx]
-                ratio = logratio.exp()
-                valid = lambda x: x[m][None]  # noqa: E731 - the valid tokens as one run of objective_terms: [1, N]
-                # KL(π_old‖π) per token, exact; and the entropy bonus
-                tr_kl = valid(L.kl_exact(b.old_logits[idx], logits)) if o.kl_beta != 0 else zero_term
-                ent = valid(L.entropy(logits)) if o.ent_coef != 0 else zero_term
-                policy_loss, surr = objective_terms(valid(ratio), valid(adv[idx]), tr_kl, ent, clip_eps,
-                                                    tr_beta.view(1, 1), ent_coef)
-                opt_policy.zero_grad()
-                policy_loss.sum().backward()
-                clip_grad(opt_policy.param_groups[0]["params"], cfg.max_grad_norm)
-                opt_policy.step()
-                value_loss = value_clipfrac = torch.tensor(math.nan)
-                if value is not None:
-                    new_values = response_values(value, q, r)
-                    value_loss, value_clipfrac = L.clipped_value_loss(new_values, old_values[idx], returns[idx], m,
-                                                                      cfg.value_clip)
-                    opt_value.zero_grad()
-                    (cfg.vf_coef * value_loss).backward()
-                    clip_grad(opt_value.param_groups[0]["params"], cfg.max_grad_norm)
-                    opt_value.step()
-                with torch.no_grad():
-                    stats += torch.stack([policy_loss.sum(), surr.sum(), L.masked_mean(L.kl_k3(b.old_logp[idx], b.old_logp[idx] + logratio), m),
-                                          L.masked_mean(((ratio - 1).abs() > clip_eps[0, 0]).float(), m),
-                                          value_loss.detach(), value_clipfrac, torch.tensor(1.0)])
-        stats = stats[:6] / stats[6]
-
-        # ---- (5) the update's trust-region KL on the whole batch, and the two β rules
-        with torch.no_grad():
-            batch_tr_kl = L.masked_mean(L.kl_exact(b.old_logits, response_logits(policy, queries, b.responses,
-                                                                                 cfg.temperature)), b.mask)
-        beta_used = tr_beta.item()
-        tr_beta = adapt_beta(tr_beta, batch_tr_kl.view(1), kl_target)  # nan target: β stays fixed
-        if cfg.reference_kl.target is not None:
-            ref_beta = L.ziegler_beta(ref_beta, row["ref_kl_k1"], cfg.reference_kl.target, B, cfg.reference_kl.horizon)
-        explained = math.nan
-        if value is not None:
-            var = L.masked_mean((returns - L.masked_mean(returns, b.mask)) ** 2, b.mask)
-            explained = (1 - L.masked_mean((returns - old_values - L.masked_mean(returns - old_values, b.mask)) ** 2,
-                                           b.mask) / var).item()
-        row.update({"tr_kl": batch_tr_kl.item(), "tr_beta": beta_used, "policy_loss": stats[0].item(),
-                    "surrogate": stats[1].item(), "approx_kl": stats[2].item(),
-                    "clipfrac": stats[3].item() if o.clip_epsilon is not None else math.nan,
-                    "value_loss": stats[4].item(), "value_clipfrac": stats[5].item(),
-                    "explained_variance": explained, "advantage_std": adv[b.mask].std().item()})
+        adv, returns = advantages(cfg, b, learner.ref_beta, old_values, greedy)
+        # ---- (4) K epochs of minibatch steps
+        stats = optimize(cfg, learner, b, adv, returns, old_values, order_gen)
+        # ---- (5) the full-batch trust-region KL and the two β rules
+        row.update(close_update(cfg, learner, b, row["ref_kl_k1"], adv, returns, old_values, stats))
         rows.append(row)
         timing.append({"update": update, "rollout_seconds": t1 - t0, "optimize_seconds": time.perf_counter() - t1})
-        if not all(torch.isfinite(p).all() for m in (policy, value) if m is not None for p in m.parameters()):
+        if not learner.finite():
             # a diverged run is recorded up to here, not a crash: nothing after it could be sampled
             diverged = (update, "non-finite policy or value parameters after the update")
             if log:
