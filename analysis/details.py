@@ -5,9 +5,11 @@ at once (the modern preset). Scores are Table 1's normalised scores (:func:`anal
 per task our random policy = 0, the best setting of the study = 1). Against the anchor, per task and over tasks:
 
 - **effect**: the mean over tasks of (the variant's mean normalised score − the anchor's), on the tasks both ran
-  (with every task's seeds present it is the difference of Table 1's means); the 95% interval is a percentile
-  bootstrap that resamples the variant's runs and the anchor's runs independently within each task
-  (:func:`analysis.stats.stratified_bootstrap`). One run per task and setting gives no interval.
+  (with every task's seeds present it is the difference of Table 1's means); the 95% interval is Welch's,
+  stratified over tasks (:func:`analysis.stats.stratified_welch`: the two sides' runs independent, each task's
+  own variance over seeds, Welch–Satterthwaite degrees of freedom; one task is Welch's interval of its seeds). A
+  percentile bootstrap of 2 or 3 seeds per side would give little more than the seeds' range. One run per task
+  and setting gives no interval.
 - **probability of improvement** ``P(variant > anchor)`` (:func:`analysis.aggregate.probability_of_improvement`).
 
 A variant file's ``claim`` (ppo/config/experiments.py ``load_claim``) is checked with :func:`verdict`; its mechanism (a
@@ -28,7 +30,7 @@ from matplotlib.lines import Line2D
 from analysis import protocol
 from analysis.aggregate import probability_of_improvement
 from analysis.curves import AXES, new_figure, variant_colors
-from analysis.stats import Interval, bootstrap_ci_columns, stratified_bootstrap
+from analysis.stats import Interval, bootstrap_ci_columns, stratified_t_interval, stratified_welch
 from ppo.config.experiments import Claim
 from ppo.envs.family import task_name
 
@@ -44,11 +46,13 @@ NAN_INTERVAL = Interval(math.nan, math.nan, math.nan)
 
 VERDICT_RULE = (
     "Verdict rule (analysis/details.py verdict), from each variant file's claim field: the score part holds when the "
-    "95% interval of the effect over the claim's tasks lies wholly above 0 (claim: better), wholly below 0 (worse), "
+    "95% Welch interval of the effect over the claim's tasks (stratified over tasks) lies wholly above 0 (claim: "
+    "better), wholly below 0 (worse), "
     "or wholly inside ±margin (none: little change); it fails when the interval lies wholly on the other side of 0 "
     "(better, worse) or wholly outside ±margin (none). A claimed mechanism (a statistic of the updates compared "
     "with a number, or with the anchor's value as the difference variant − anchor against 0) is found when its 95% "
-    "interval lies wholly on the claimed side, absent when wholly on the other. Supported: the score part holds "
+    "t interval (Welch's for a difference) lies wholly on the claimed side, absent when wholly on the other. "
+    "Supported: the score part holds "
     "and the mechanism, if claimed, is found. Contradicted: the score part fails or the mechanism is absent. "
     "Otherwise, and always without an interval (one run per task and setting): inconclusive at this number of seeds."
 )
@@ -83,34 +87,27 @@ def _tasks_with_values(frame: pd.DataFrame, column: str, variants: Sequence[str]
 
 def mean_over_tasks(frame: pd.DataFrame, column: str, variant: str, tasks: Sequence[str] | None = None,
                     n_resamples: int = 10_000, confidence: float = 0.95, seed: int = 0) -> Interval:
-    """Mean over tasks of ``variant``'s per-task mean of ``column``, with its stratified bootstrap interval."""
+    """Mean over tasks of ``variant``'s per-task mean of ``column``, with its 95% t interval stratified over tasks
+    (:func:`analysis.stats.stratified_t_interval`; NaN bounds when a task has one run). ``n_resamples`` and
+    ``seed`` are unused, kept for callers."""
     shared = _tasks_with_values(frame, column, [variant], tasks)
     if not shared:
         return NAN_INTERVAL
-    xs = _by_task(frame, variant, column, shared)
-
-    def statistic(parts: list[np.ndarray]) -> np.ndarray:
-        return np.mean([p.mean(axis=1) for p in parts], axis=0)
-
-    point, low, high = stratified_bootstrap(xs, statistic, n_resamples, confidence, seed)
-    return Interval(float(point), float(low), float(high))
+    point, low, high, _ = stratified_t_interval(_by_task(frame, variant, column, shared), confidence)
+    return Interval(point, low, high)
 
 
 def difference(frame: pd.DataFrame, column: str, variant: str, anchor: str, tasks: Sequence[str] | None = None,
                n_resamples: int = 10_000, confidence: float = 0.95, seed: int = 0) -> Interval:
-    """Mean over the tasks both ran of (``variant``'s mean of ``column`` − ``anchor``'s), with a percentile bootstrap
-    interval that resamples each side's runs independently within each task; NaN when they share no task."""
+    """Mean over the tasks both ran of (``variant``'s mean of ``column`` − ``anchor``'s), with Welch's 95% interval
+    stratified over tasks (:func:`analysis.stats.stratified_welch`); NaN when they share no task, NaN bounds when
+    a task has one run of either. ``n_resamples`` and ``seed`` are unused, kept for callers."""
     shared = _tasks_with_values(frame, column, [variant, anchor], tasks)
     if not shared:
         return NAN_INTERVAL
     xs, ys = _by_task(frame, variant, column, shared), _by_task(frame, anchor, column, shared)
-    n = len(shared)
-
-    def statistic(parts: list[np.ndarray]) -> np.ndarray:
-        return np.mean([parts[t].mean(axis=1) - parts[n + t].mean(axis=1) for t in range(n)], axis=0)
-
-    point, low, high = stratified_bootstrap(xs + ys, statistic, n_resamples, confidence, seed)
-    return Interval(float(point), float(low), float(high))
+    point, low, high, _ = stratified_welch(xs, ys, confidence)
+    return Interval(point, low, high)
 
 
 def _improvement(normalized: pd.DataFrame, variant: str, anchor: str, tasks: Sequence[str],

@@ -4,13 +4,15 @@ Every run's manifest names its ``algorithm`` (one of :data:`ALGORITHMS`); one va
 algorithm. Everything here reuses the Table 1 machinery:
 
 - **final score** of a run: :func:`analysis.scores.final_scores` (mean return of its last 100
-  training episodes); per task and variant the mean over seeds with a percentile bootstrap
-  interval (:func:`analysis.stats.bootstrap_ci`), beside every published row of the same
+  training episodes); per task and variant the mean over seeds with a 95% Student t interval
+  (:func:`analysis.stats.t_interval`), beside every published row of the same
   algorithm and task in ``reference/mujoco_reference_scores.csv`` (:func:`final_score_table`);
 - **normalisation**: :func:`analysis.table1.normalize_scores` (per task, our random policy = 0,
   the best variant's mean = 1, the best chosen among the variants present, here the figure's
-  algorithms); aggregated per variant with :func:`analysis.aggregate.aggregate_metrics`
-  (mean, IQM, median, optimality gap, stratified bootstrap intervals; :func:`aggregate_table`);
+  algorithms, not Table 1's settings: PPO's normalised score here is not its Table 1 score);
+  aggregated per variant with :func:`analysis.aggregate.aggregate_metrics` (mean with Table 1's t
+  interval stratified over tasks; IQM, median, optimality gap with stratified bootstrap intervals) and
+  set against PPO by Welch's interval of the difference (:func:`aggregate_table`);
 - **learning curves**: :func:`analysis.curves.learning_curves` and its plot (:func:`plot_figure3`);
 - **throughput** (:func:`throughput`): environment steps per second of wall-clock time, per
   algorithm and task, beside PPO's and as a ratio to it.
@@ -43,7 +45,7 @@ from analysis.aggregate import METRICS, aggregate_metrics
 from analysis.curves import learning_curves, plot_curves
 from analysis.io import RunDataError
 from analysis.references import REF_COLUMNS, algo_rows, reference_columns, task_env_name
-from analysis.stats import bootstrap_ci, mean
+from analysis.stats import interval_side, stratified_welch, t_interval, welch_samples
 from ppo.config.registry import lines as algorithm_lines
 
 # line (the manifest's ``algorithm``) -> the leading token of its rows' ``algo`` in
@@ -118,7 +120,7 @@ def final_score_table(
     without its version) and an ``algo`` starting with the algorithm's token in
     :data:`ALGORITHMS`; their metric is read from their note alone (``note_only``), so a note
     that does not state it says "metric not stated". ``our_mean`` is the mean over seeds of the
-    final scores with a 95% percentile bootstrap interval over seeds (NaN with one seed);
+    final scores with a 95% Student t interval over seeds (NaN with one seed);
     ``n_seeds`` counts the scored runs and ``n_diverged`` those of them that diverged;
     ``normalized_mean`` is their mean normalised score when ``normalized`` is given.
     """
@@ -129,7 +131,7 @@ def final_score_table(
         run_meta = meta.loc[group["run_id"]]
         our_version = "/".join(sorted(run_meta["env_version"].astype(str).unique()))
         our_steps = float(run_meta["total_steps"].max())
-        ci = bootstrap_ci(group["score"].to_numpy(), mean, n_resamples, seed=seed)
+        ci = t_interval(group["score"].to_numpy(dtype=float))
         algorithm = algorithms[variant]
         norm = math.nan
         if normalized is not None:
@@ -163,21 +165,47 @@ def final_score_table(
     return out.reset_index(drop=True)
 
 
+AGGREGATE_FRONT = ["algorithm", "variant", "variant_label", "n_tasks", "n_runs", "n_diverged", "n_not_above_random"]
+VERSUS_COLUMNS = ["diff_vs_anchor", "diff_ci_low", "diff_ci_high", "vs_anchor"]
+
+
+def versus_anchor(normalized: pd.DataFrame, variant: str, anchor: str, confidence: float = 0.95) -> dict:
+    """``variant`` − ``anchor`` in mean normalised score over the tasks both ran (mean of per-task differences),
+    Welch's 95% interval stratified over tasks (:func:`analysis.stats.stratified_welch`); ``vs_anchor`` says
+    where the interval lies: "above", "below" or "not distinguishable" ("no interval" with a single run)."""
+    empty = dict(diff_vs_anchor=math.nan, diff_ci_low=math.nan, diff_ci_high=math.nan, vs_anchor="")
+    if variant == anchor or anchor not in set(normalized["variant"]):
+        return empty
+    cells = {v: {t: g["normalized"].to_numpy(float) for t, g in normalized[normalized["variant"] == v].groupby("task")}
+             for v in (variant, anchor)}
+    tasks = sorted(set(cells[variant]) & set(cells[anchor]))
+    if not tasks:
+        return empty
+    d = stratified_welch([cells[variant][t] for t in tasks], [cells[anchor][t] for t in tasks], confidence)
+    side = interval_side(d.low, d.high)
+    word = {"above 0": "above", "below 0": "below", "crosses 0": "not distinguishable"}.get(side, side)
+    return dict(diff_vs_anchor=d.point, diff_ci_low=d.low, diff_ci_high=d.high, vs_anchor=word)
+
+
 def aggregate_table(
-    normalized: pd.DataFrame, manifests: pd.DataFrame, n_resamples: int = 10_000, seed: int = 0
+    normalized: pd.DataFrame, manifests: pd.DataFrame, n_resamples: int = 10_000, seed: int = 0,
+    anchor: str = "clip_0.2",
 ) -> pd.DataFrame:
-    """Per variant (= algorithm): mean normalised score over all its runs and tasks (Table 1's
-    number) and IQM, median and optimality gap, each with its 95% stratified bootstrap interval
-    (:func:`analysis.aggregate.aggregate_metrics`), best mean first."""
+    """Per variant (= algorithm): mean normalised score over its tasks (Table 1's statistic) with Table 1's 95% t
+    interval stratified over tasks, and IQM, median and optimality gap, each with its 95% stratified bootstrap
+    interval (:func:`analysis.aggregate.aggregate_metrics`); ``n_not_above_random`` counts runs that end no better
+    than the random policy; each algorithm against ``anchor`` (PPO) by :func:`versus_anchor`. Best mean first."""
     algorithms = run_algorithms(manifests)
-    agg = aggregate_metrics(normalized, n_resamples, seed=seed)
+    agg = aggregate_metrics(normalized, n_resamples, seed=seed, mean_interval="t")
     agg.insert(0, "algorithm", agg["variant"].map(algorithms))
-    diverged = normalized.assign(d=normalized["status"] == "diverged").groupby("variant")["d"].sum()
-    agg.insert(agg.columns.get_loc("n_runs") + 1, "n_diverged", agg["variant"].map(diverged).astype(int))
+    marks = normalized.assign(d=normalized["status"] == "diverged", r=normalized["normalized"] <= 0)
+    agg["n_diverged"] = agg["variant"].map(marks.groupby("variant")["d"].sum()).astype(int)
+    agg["n_not_above_random"] = agg["variant"].map(marks.groupby("variant")["r"].sum()).astype(int)
+    versus = pd.DataFrame([versus_anchor(normalized, v, anchor) for v in agg["variant"]], columns=VERSUS_COLUMNS)
+    agg = pd.concat([agg.reset_index(drop=True), versus], axis=1)
     metrics = ["mean", *[m for m in METRICS if m != "mean"]]  # Table 1's statistic first
     metric_columns = [c for m in metrics for c in (m, f"{m}_ci_low", f"{m}_ci_high")]
-    front = ["algorithm", "variant", "variant_label", "n_tasks", "n_runs", "n_diverged"]
-    agg = agg[front + metric_columns]
+    agg = agg[AGGREGATE_FRONT + metric_columns[:3] + VERSUS_COLUMNS + metric_columns[3:]]
     return agg.sort_values(["mean", "variant"], ascending=[False, True], kind="stable").reset_index(drop=True)
 
 
@@ -332,20 +360,39 @@ def plot_figure3(
 
 CLAIM = ("Sec. 6.2: \"PPO outperforms the previous methods on almost all the continuous control "
          "environments\" (the paper's Figure 3 gives curves only, so its claim, not a number, is checked)")
+CLAIM_RULE = (
+    "Per task, PPO against the best of the other algorithms (by mean final score): ppo_minus_best_other with "
+    "Welch's 95% interval over the two algorithms' seeds. 'best': the interval lies wholly above 0; 'below the "
+    "best': wholly below 0; 'not distinguishable': it crosses 0. p_<anchor>_best: the fraction of resamples "
+    "(each algorithm's seeds drawn with replacement) in which PPO has the best mean, a description of the seeds' "
+    "spread, not a test."
+)
 
 
 def claim_table(scores: pd.DataFrame, anchor: str = "clip_0.2", n_resamples: int = 10_000, seed: int = 0) -> pd.DataFrame:
-    """Per task: the algorithm with the best mean final score, the anchor's rank among the algorithms,
-    and how often the anchor is best when each algorithm's seeds are resampled with replacement."""
+    """Per task: the algorithm with the best mean final score, the anchor's rank among the algorithms, the anchor
+    against the best other algorithm by Welch's interval (:data:`CLAIM_RULE`), and how often the anchor is best
+    when each algorithm's seeds are resampled with replacement."""
     rng = np.random.default_rng(seed)
     rows = []
     for task, group in scores.groupby("task", sort=True):
         by_variant = {v: g["score"].to_numpy(float) for v, g in group.groupby("variant", sort=True)}
         means = pd.Series({v: s.mean() for v, s in by_variant.items()})
         draws = pd.DataFrame({v: rng.choice(s, (n_resamples, len(s))).mean(axis=1) for v, s in by_variant.items()})
-        rows.append({"task": task, "best": means.idxmax(), "best_mean": means.max(),
-                     f"{anchor}_mean": means.get(anchor, np.nan),
-                     f"{anchor}_rank": int(means.rank(ascending=False, method="min")[anchor]) if anchor in means else None,
-                     f"p_{anchor}_best": float((draws.idxmax(axis=1) == anchor).mean()) if anchor in means else np.nan,
-                     "n_algorithms": len(means)})
+        row = {"task": task, "best": means.idxmax(), "best_mean": means.max(),
+               f"{anchor}_mean": means.get(anchor, np.nan),
+               f"{anchor}_rank": int(means.rank(ascending=False, method="min")[anchor]) if anchor in means else None,
+               "best_other": "", "ppo_minus_best_other": np.nan, "diff_ci_low": np.nan, "diff_ci_high": np.nan,
+               "verdict": "",
+               f"p_{anchor}_best": float((draws.idxmax(axis=1) == anchor).mean()) if anchor in means else np.nan,
+               "n_algorithms": len(means)}
+        others = means.drop(anchor, errors="ignore")
+        if anchor in means and len(others):
+            other = others.idxmax()
+            d = welch_samples(by_variant[anchor], by_variant[other])
+            side = interval_side(d.low, d.high)
+            row.update(best_other=other, ppo_minus_best_other=d.point, diff_ci_low=d.low, diff_ci_high=d.high,
+                       verdict={"above 0": "best", "below 0": "below the best",
+                                "crosses 0": "not distinguishable"}.get(side, side))
+        rows.append(row)
     return pd.DataFrame(rows)

@@ -15,7 +15,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.stats import bootstrap_ci, mean
+import numpy as np
+
+from analysis.stats import (Difference, difference_text, interval_side, same_runs, t_interval,
+                            welch_difference, welch_samples)
 
 REFERENCE_COLUMNS = ["source", "env", "env_version", "algo", "steps", "mean", "std", "n_seeds", "note"]
 _VERSION = re.compile(r"-v\d+$")
@@ -125,22 +128,75 @@ def comparable_note(ref: pd.Series, our_version: str, our_steps: float, note_onl
 # disagreement is judged against; an evaluation's maximum over training, a tuned single run's final
 # agent and a bootstrap over an unstated window are shown beside ours but measure something else.
 SPREAD_METRICS = (SAME_METRIC, "final training reward, window not stated")
-SPREAD_COLUMNS = ["refs_low", "refs_high", "vs_refs"]
+SPREAD_COLUMNS = ["refs_low", "refs_high", "n_refs_compared", "n_refs_consistent", "refs_text", "vs_refs"]
+REFERENCE_RULE = (
+    "Ours against the published PPO numbers at our budget that score the end of training (last-100 training "
+    "episodes, or a final training reward; not an evaluation's maximum over training, not a single tuned run): "
+    "against each, ours − the reference with Welch's 95% interval when the reference states its spread over its "
+    "seeds (a population std, CleanRL's rlops pages, converted to ddof 1), else with our 95% t interval, the "
+    "reference's mean taken as exact. vs_refs: 'below' or 'above' when the interval lies wholly on that side of 0 "
+    "for every reference, 'within' when it crosses 0 for at least one (n_refs_consistent of n_refs_compared), "
+    "'mixed' when ours is distinguishable from each but on both sides. refs_low to refs_high: the references' "
+    "means, not an envelope of mean ± std."
+)
 
 
-def reference_spread(references: pd.DataFrame, our_steps: float, our_low: float, our_high: float) -> dict:
-    """Whether our interval lies wholly outside the references' spread: the lowest mean − std to the
-    highest mean + std (a missing std counts as 0) of the PPO rows at our budget whose metric is one of
-    SPREAD_METRICS. ``vs_refs`` is below, above or within; blank when no row qualifies."""
+def reference_sd(ref: pd.Series) -> tuple[float, int] | None:
+    """(sample std over seeds, seeds) of a reference row whose std is a spread over its stated seeds; None when
+    the std is missing, its meaning is not defined or the seeds are unknown. A population std (rlops) is
+    converted to ddof 1."""
+    std, n = ref.get("std"), ref.get("n_seeds")
+    note = str(ref.get("note", "")).lower()
+    if pd.isna(std) or pd.isna(n) or int(n) < 2 or "not defined" in note or "standard error" in note:
+        return None
+    n = int(n)
+    return (float(std) * math.sqrt(n / (n - 1)) if "population" in note else float(std)), n
+
+
+def versus_reference(our_scores: np.ndarray, ref: pd.Series, confidence: float = 0.95) -> Difference:
+    """ours − the reference's mean: Welch's interval when the reference states its spread over seeds
+    (:func:`reference_sd`), else our t interval shifted by its mean (the reference taken as exact)."""
+    ours = np.asarray(our_scores, dtype=float)
+    spread = reference_sd(ref)
+    if spread is not None and ours.size >= 2:
+        return welch_difference(float(ours.mean()), float(ours.std(ddof=1)), ours.size, float(ref["mean"]),
+                                spread[0], spread[1], confidence)
+    point, low, high = t_interval(ours, confidence)
+    return Difference(point - float(ref["mean"]), low - float(ref["mean"]), high - float(ref["mean"]), math.nan)
+
+
+def _refs_text(means: pd.Series) -> str:
+    if means.empty:
+        return ""
+    if len(means) == 1:
+        return f"{means.iloc[0]:,.1f} (1 reference)"
+    return f"{means.min():,.1f} to {means.max():,.1f} ({len(means)} references)"
+
+
+def reference_spread(references: pd.DataFrame, our_steps: float, our_scores, confidence: float = 0.95) -> dict:
+    """Ours (the per-seed scores ``our_scores``) against each PPO row at ``our_steps`` whose metric is one of
+    SPREAD_METRICS, by :data:`REFERENCE_RULE`: ``vs_refs`` is below, above, within or mixed (blank when no row
+    qualifies, ``no interval`` with one seed of ours); ``refs_low``/``refs_high`` the lowest and highest of those
+    references' means, ``refs_text`` the same as a table prints it (one reference is one number)."""
     if not references.empty:
         same_metric = references.apply(lambda r: reference_metric(r["source"], r["note"]) in SPREAD_METRICS, axis=1)
         references = references[(references["steps"] == our_steps) & same_metric]
+    ours = np.asarray(our_scores, dtype=float)
     if references.empty:
-        return {"refs_low": math.nan, "refs_high": math.nan, "vs_refs": ""}
-    std = references["std"].fillna(0.0)
-    low, high = float((references["mean"] - std).min()), float((references["mean"] + std).max())
-    verdict = "below" if our_high < low else "above" if our_low > high else "within"
-    return {"refs_low": low, "refs_high": high, "vs_refs": verdict}
+        return {"refs_low": math.nan, "refs_high": math.nan, "n_refs_compared": 0, "n_refs_consistent": 0,
+                "refs_text": "", "vs_refs": ""}
+    sides = [interval_side(d.low, d.high) for d in (versus_reference(ours, r, confidence)
+                                                    for _, r in references.iterrows())]
+    consistent = sum(side == "crosses 0" for side in sides)
+    if ours.size < 2:
+        verdict = "no interval"
+    elif consistent:
+        verdict = "within"
+    else:
+        verdict = "below" if set(sides) == {"below 0"} else "above" if set(sides) == {"above 0"} else "mixed"
+    means = references["mean"].astype(float)
+    return {"refs_low": float(means.min()), "refs_high": float(means.max()), "n_refs_compared": len(references),
+            "n_refs_consistent": consistent, "refs_text": _refs_text(means), "vs_refs": verdict}
 
 
 REF_COLUMNS = [
@@ -172,9 +228,10 @@ def per_task_reference(
     n_resamples: int = 10_000,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """Per task: our mean final score (bootstrap CI over seeds) beside each PPO reference row, and
-    whether it falls outside the references' spread (:func:`reference_spread`, the same on every row of
-    the task): a disagreement that needs a hypothesis (issue 15).
+    """Per task: our mean final score (95% t interval over seeds) beside each PPO reference row, and
+    whether it differs from the references (:func:`reference_spread` by :data:`REFERENCE_RULE`, the same on
+    every row of the task): a disagreement that needs a hypothesis (issue 15). ``n_resamples`` and ``seed`` are
+    unused (t intervals), kept for callers.
 
     Reference rows match on ``env`` == task name without version and an ``algo`` that
     names PPO (``ppo``/``ppo2``, not ``trpo``). A task with no reference keeps one row
@@ -191,7 +248,7 @@ def per_task_reference(
         versions = sorted(run_meta["env_version"].astype(str).unique())
         our_version = "/".join(versions)
         our_steps = float(run_meta["total_steps"].max())
-        ci = bootstrap_ci(group["score"].to_numpy(), mean, n_resamples, seed=seed)
+        ci = t_interval(group["score"].to_numpy(dtype=float))
         base = {
             "task": task,
             "env": task_env_name(task),
@@ -203,9 +260,7 @@ def per_task_reference(
             "our_ci_high": ci.high,
         }
         matches = ppo_refs[ppo_refs["env"] == base["env"]]
-        one_seed = math.isnan(ci.low)  # no interval from one seed: its mean stands for it
-        base |= reference_spread(matches, our_steps, ci.point if one_seed else ci.low,
-                                 ci.point if one_seed else ci.high)
+        base |= reference_spread(matches, our_steps, group["score"].to_numpy(dtype=float))
         if matches.empty:
             rows.append(base)
             continue
@@ -220,7 +275,7 @@ def per_task_reference(
 
 
 SB3_COLUMNS = ["task", "our_n_seeds", "our_mean", "sb3_n_seeds", "sb3_mean", "difference", "difference_ci_low",
-               "difference_ci_high", "sb3_steps"]
+               "difference_ci_high", "difference_text", "sb3_steps"]
 
 
 def load_sb3_scores(folder: Path, window: int = 100) -> pd.DataFrame:
@@ -239,12 +294,10 @@ def load_sb3_scores(folder: Path, window: int = 100) -> pd.DataFrame:
 
 def sb3_difference(scores: pd.DataFrame, sb3: pd.DataFrame, variant: str = "clip_0.2",
                    n_resamples: int = 10_000, confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
-    """Per task with SB3 runs: our mean final score, SB3's, and ours − SB3's with a percentile bootstrap
-    interval that resamples our seeds and SB3's seeds independently (same metric: last-100 training
-    episodes, same v5 task and budget)."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
+    """Per task with SB3 runs: our mean final score, SB3's, and ours − SB3's with Welch's 95% interval (the two
+    sides' seeds independent; same metric: last-100 training episodes, same v5 task and budget); ``difference_text``
+    says ``identical`` when both sides are the same runs. ``n_resamples`` and ``seed`` are unused, kept for
+    callers."""
     rows = []
     ours_all = scores[scores["variant"] == variant]
     for task, theirs in sb3.groupby("task", sort=True):
@@ -252,19 +305,22 @@ def sb3_difference(scores: pd.DataFrame, sb3: pd.DataFrame, variant: str = "clip
         other = theirs["score"].to_numpy(float)
         if len(ours) == 0:
             continue
-        difference, low, high = difference_ci(ours, other, rng, n_resamples, confidence)
+        difference, low, high = difference_ci(ours, other, confidence=confidence)
         rows.append({"task": task, "our_n_seeds": len(ours), "our_mean": ours.mean(), "sb3_n_seeds": len(other),
                      "sb3_mean": other.mean(), "difference": difference, "difference_ci_low": low,
-                     "difference_ci_high": high, "sb3_steps": int(theirs["total_steps"].max())})
+                     "difference_ci_high": high, "difference_text": difference_text(ours, other, 1, confidence),
+                     "sb3_steps": int(theirs["total_steps"].max())})
     return pd.DataFrame(rows, columns=SB3_COLUMNS)
 
 
-def difference_ci(a, b, rng, n_resamples: int = 10_000, confidence: float = 0.95) -> tuple[float, float, float]:
-    """mean(a) − mean(b) and its percentile bootstrap interval, resampling a's and b's values (seeds)
-    independently, with replacement."""
-    import numpy as np
-
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    draws = rng.choice(a, (n_resamples, len(a))).mean(axis=1) - rng.choice(b, (n_resamples, len(b))).mean(axis=1)
-    alpha = (1 - confidence) / 2
-    return float(a.mean() - b.mean()), float(np.quantile(draws, alpha)), float(np.quantile(draws, 1 - alpha))
+def difference_ci(a, b, rng=None, n_resamples: int | None = None,
+                  confidence: float = 0.95) -> tuple[float, float, float]:
+    """mean(a) − mean(b) of two sets of independent runs and Welch's interval (:func:`analysis.stats.welch_samples`);
+    ``(0, 0, 0)`` when both are the same runs (:func:`analysis.stats.same_runs`: print :func:`difference_text`,
+    which says "identical"). A percentile bootstrap of 3 seeds against 3 gave an interval about two thirds as wide
+    as it should be, and ±355 around 0 for identical runs. ``rng`` and ``n_resamples`` are unused, kept for
+    callers."""
+    if same_runs(a, b):
+        return 0.0, 0.0, 0.0
+    d = welch_samples(a, b, confidence)
+    return d.point, d.low, d.high

@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.references import (comparable_note, format_steps, load_references, per_task_reference, reference_metric,
-                                 reference_spread, task_env_name)
+from analysis.references import (comparable_note, difference_ci, format_steps, load_references, per_task_reference,
+                                 reference_metric, reference_sd, reference_spread, task_env_name, versus_reference)
 
 REFERENCE_CSV = Path(__file__).resolve().parents[2] / "reference" / "mujoco_reference_scores.csv"
 
@@ -74,8 +74,9 @@ def test_per_task_reference_rows_and_notes():
     assert hopper["ref_algo"].tolist() == ["ppo (baselines)", "ppo (cleanrl)"]  # no trpo, no random
     first = hopper.iloc[0]
     assert first["our_mean"] == 150.0 and first["our_n_seeds"] == 2
-    # Two seeds: resample means 100, 150, 200 with 25% tails -> CI [100, 200].
-    assert (first["our_ci_low"], first["our_ci_high"]) == (100.0, 200.0)
+    # Two seeds: sd 70.710678, se 50, t(0.975, 1) = 12.706205: 150 ± 635.310 (the old bootstrap gave 100 to 200).
+    assert (first["our_ci_low"], first["our_ci_high"]) == (pytest.approx(150 - 635.310, abs=1e-3),
+                                                           pytest.approx(150 + 635.310, abs=1e-3))
     assert first["our_env_version"] == "v5" and first["our_steps"] == 50_000
     assert first["comparable"] == "v1 vs our v5; 1M vs our 50k steps; metric: max-over-training eval"
     second = hopper.iloc[1]
@@ -119,14 +120,28 @@ def test_sb3_difference_by_hand(tmp_path):
     assert table["task"].tolist() == ["Hopper-v5"]  # no SB3 runs on Walker2d
     row = table.iloc[0]
     assert (row["our_mean"], row["sb3_mean"], row["difference"]) == (4.0, 2.0, 2.0)
-    # ours has no spread; SB3's two seeds (1, 3) give means 1, 2 or 3 -> differences 3, 2, 1
-    assert (row["difference_ci_low"], row["difference_ci_high"]) == (1.0, 3.0)
+    # Welch: ours has no spread (v = 0); SB3's (1, 3): s^2 = 2, v = 1; dof = 1 / (1 / 1) = 1, t(0.975, 1) = 12.706205
+    assert (row["difference_ci_low"], row["difference_ci_high"]) == (pytest.approx(2 - 12.706205, abs=1e-6),
+                                                                     pytest.approx(2 + 12.706205, abs=1e-6))
+    assert row["difference_text"] == "+2.0 (-10.7 to +14.7)"
+    same = sb3_difference(pd.DataFrame({"task": "Hopper-v5", "variant": "clip_0.2", "score": [3.0, 1.0]}), sb3)
+    assert same.loc[0, "difference_text"] == "identical"  # not "+0.0 (-x to +x)"
+    assert difference_ci([1.0, 3.0], [3.0, 1.0]) == (0.0, 0.0, 0.0)
     assert row["sb3_n_seeds"] == 2 and row["sb3_steps"] == 1000
 
 
 def test_reference_spread_judges_only_comparable_rows():
-    """The spread: lowest mean − std to highest mean + std over the rows at our budget that score the end
-    of training; a max-over-training row (Fujimoto) and a row at another budget do not count."""
+    """Each row at our budget that scores the end of training is compared with ours by Welch's interval (when
+    it states its spread over seeds) or by our t interval (its mean taken as exact); a max-over-training row
+    (Fujimoto) and a row at another budget do not count.
+
+    Ours [1900, 2000, 2100]: mean 2000, sd 100, t half-width 4.302653 * 100 / sqrt(3) = 248.414.
+    CleanRL 2000 ± 200 over 3 seeds: difference 0, crosses 0 (consistent). baselines 2300, no spread: 2000 ± 248.4
+    − 2300 = −548.4 to −51.6, below. So "within", consistent with 1 of 2.
+    Ours [1000, 1100, 1200] against CleanRL: −1000; v = 10000/3 + 40000/3; dof = (50000/3)^2 / ((10000/3)^2 / 2
+    + (40000/3)^2 / 2) = 2.941176; t(0.975, 2.941176) = 3.218... : half-width < 420, wholly below; and below 2300.
+    Ours [2140, 2150, 2160] against two rows without spread, 2000 and 2300: 2150 ± 24.8, above one and below
+    the other: "mixed"."""
     refs = pd.DataFrame({
         "source": ["vwxyzjn/cleanrl docs", "openai/baselines benchmarks_mujoco1M", "Fujimoto et al. 2018 TD3",
                    "vwxyzjn/cleanrl docs"],
@@ -135,19 +150,40 @@ def test_reference_spread_judges_only_comparable_rows():
         "mean": [2000.0, 2300.0, 3500.0, 500.0], "std": [200.0, math.nan, math.nan, 10.0], "n_seeds": 3,
         "note": ["window 100", "page value = final reward", "metric = MAX over training of eval return", ""],
     })
-    assert reference_spread(refs, 1_000_000, 1900.0, 2100.0) == {"refs_low": 1800.0, "refs_high": 2300.0,
-                                                                  "vs_refs": "within"}
-    assert reference_spread(refs, 1_000_000, 1500.0, 1799.0)["vs_refs"] == "below"
-    assert reference_spread(refs, 1_000_000, 2301.0, 2400.0)["vs_refs"] == "above"  # Fujimoto's 3500 is not a bound
-    assert reference_spread(refs, 50_000, 0.0, 1.0)["vs_refs"] == ""  # no row at that budget
-    assert reference_spread(refs.iloc[:0], 1_000_000, 0.0, 1.0)["vs_refs"] == ""
+    assert reference_spread(refs, 1_000_000, [1900.0, 2000.0, 2100.0]) == {
+        "refs_low": 2000.0, "refs_high": 2300.0, "n_refs_compared": 2, "n_refs_consistent": 1,
+        "refs_text": "2,000.0 to 2,300.0 (2 references)", "vs_refs": "within"}
+    assert reference_spread(refs, 1_000_000, [1000.0, 1100.0, 1200.0])["vs_refs"] == "below"
+    assert reference_spread(refs, 1_000_000, [2900.0, 3000.0, 3100.0])["vs_refs"] == "above"  # not Fujimoto's 3500
+    assert reference_spread(refs.assign(std=math.nan), 1_000_000, [2140.0, 2150.0, 2160.0])["vs_refs"] == "mixed"
+    assert reference_spread(refs, 1_000_000, [2000.0])["vs_refs"] == "no interval"
+    assert reference_spread(refs, 50_000, [0.0, 1.0])["vs_refs"] == ""  # no row at that budget
+    assert reference_spread(refs.iloc[:0], 1_000_000, [0.0, 1.0])["vs_refs"] == ""
+    one = reference_spread(refs.iloc[1:2], 1_000_000, [2200.0, 2300.0, 2400.0])
+    assert one["refs_text"] == "2,300.0 (1 reference)"  # one reference is one number, not "2,300.0 to 2,300.0"
+
+
+def test_reference_sd_and_difference_by_hand():
+    # rlops' population std over 3 seeds, 46.03, is the sample std 46.03 * sqrt(3/2) = 56.375; "not defined" and
+    # missing seeds give none.
+    row = pd.Series({"mean": 1442.64, "std": 46.03, "n_seeds": 3.0, "note": "(population) std across seeds"})
+    assert reference_sd(row) == (pytest.approx(46.03 * math.sqrt(1.5)), 3)
+    assert reference_sd(pd.Series({**row, "note": "meaning of ± not defined on the page"})) is None
+    assert reference_sd(pd.Series({"mean": 1.0, "std": 2.0, "n_seeds": math.nan, "note": ""})) is None
+    # Welch(2, 1, 3; 0, 1, 3): dof 4, ± 2.266958; without a spread, our t interval minus the mean: 2 ± 2.484138 − 0.
+    welch = versus_reference([1.0, 2.0, 3.0], pd.Series({"mean": 0.0, "std": 1.0, "n_seeds": 3, "note": ""}))
+    assert (welch.low, welch.high) == (pytest.approx(2 - 2.266958, abs=1e-6), pytest.approx(2 + 2.266958, abs=1e-6))
+    exact = versus_reference([1.0, 2.0, 3.0], pd.Series({"mean": 0.0, "std": math.nan, "n_seeds": 6, "note": ""}))
+    assert (exact.low, exact.high) == (pytest.approx(2 - 2.484138, abs=1e-6), pytest.approx(2 + 2.484138, abs=1e-6))
 
 
 def test_per_task_reference_marks_a_task_outside_the_spread():
-    scores = pd.DataFrame({"run_id": ["h0", "h1"], "task": "Hopper-v5", "variant": "clip_0.2", "score": [400.0, 600.0]})
-    manifests = pd.DataFrame({"run_id": ["h0", "h1"], "env_version": "v5", "total_steps": 1_000_000})
+    scores = pd.DataFrame({"run_id": ["h0", "h1", "h2"], "task": "Hopper-v5", "variant": "clip_0.2",
+                           "score": [400.0, 500.0, 600.0]})
+    manifests = pd.DataFrame({"run_id": ["h0", "h1", "h2"], "env_version": "v5", "total_steps": 1_000_000})
     refs = _refs().assign(steps=1_000_000, note=["metric = MAX over training of eval return", "same", "window 100",
                                                  "random"], source=["Fujimoto", "Fujimoto", "vwxyzjn/cleanrl", "D4RL"])
     table = per_task_reference(scores, manifests, refs, "clip_0.2", n_resamples=2000)
-    # CleanRL's 900 ± 12 is the only comparable row: our [400, 600] lies below it, on every row of the task
-    assert table["vs_refs"].tolist() == ["below", "below"] and table["refs_low"].tolist() == [888.0, 888.0]
+    # CleanRL's 900 (seeds not stated: taken as exact) is the only comparable row: our 500 ± 248.4 lies below it,
+    # on every row of the task
+    assert table["vs_refs"].tolist() == ["below", "below"] and table["refs_text"].tolist() == ["900.0 (1 reference)"] * 2

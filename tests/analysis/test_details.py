@@ -3,12 +3,15 @@
 Study (every run repeats one return, so its final score is that return; random: Hopper 0, Swimmer -10):
 
     task        clip_0.2 (anchor)  mistake_epochs_20   detail_target_kl_0.015  detail_time_limit_bootstrap  modern
-    Hopper-v5   10, 20             2, 4 (s1 diverged)  10, 20                  12, 22                       30, 50
-    Swimmer-v5  0, 10              -8, -6              0, 10                   5, 15                        30, 50
+    Hopper-v5   10, 20             -10, -8 (s1 div.)   10, 20                  12, 22                       30, 50
+    Swimmer-v5  0, 10              -20, -18            0, 10                   5, 15                        30, 50
 
 Best per task: modern on both (Hopper mean 40, span 40; Swimmer mean 40, span 50). mistake_epochs_20 is worse
-than the anchor on every seed; its full-batch KL (0.05) is above the anchor's (0.01); target_kl runs stop early in
-one update of four. detail_orthogonal_init (no claim) runs on Hopper only.
+than the anchor on every seed, and below the random policy: normalised Hopper -0.25, -0.2, Swimmer -0.2, -0.16 against
+the anchor's 0.25, 0.5 and 0.2, 0.4; effect (-0.6 - 0.48) / 2 = -0.54 with Welch's interval stratified over tasks
+(v = s^2/n: anchor 0.015625, 0.01, mistake 0.000625, 0.0004; dof 2.06) wholly below 0. Its full-batch KL (0.05) is
+above the anchor's (0.01); target_kl runs stop early in one update of four. detail_orthogonal_init (no claim) runs on
+Hopper only.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from ppo.config.experiments import Claim, Mechanism, load_variant
 REPO = Path(__file__).resolve().parents[2]
 SCORES = {
     ("Hopper-v5", "clip_0.2"): [10.0, 20.0], ("Swimmer-v5", "clip_0.2"): [0.0, 10.0],
-    ("Hopper-v5", "mistake_epochs_20"): [2.0, 4.0], ("Swimmer-v5", "mistake_epochs_20"): [-8.0, -6.0],
+    ("Hopper-v5", "mistake_epochs_20"): [-10.0, -8.0], ("Swimmer-v5", "mistake_epochs_20"): [-20.0, -18.0],
     ("Hopper-v5", "detail_target_kl_0.015"): [10.0, 20.0], ("Swimmer-v5", "detail_target_kl_0.015"): [0.0, 10.0],
     ("Hopper-v5", "detail_time_limit_bootstrap"): [12.0, 22.0],
     ("Swimmer-v5", "detail_time_limit_bootstrap"): [5.0, 15.0],
@@ -108,7 +111,10 @@ def test_the_effect_is_the_mean_over_tasks_of_the_difference_and_one_seed_has_no
     frame = pd.DataFrame({"task": ["A"] * 4 + ["B"] * 4, "variant": ["x", "x", "y", "y"] * 2,
                           "seed": [0, 1] * 4, "normalized": [1.0, 1.2, 0.0, 0.2, 0.5, 0.5, 0.5, 0.5]})
     effect = details.difference(frame, "normalized", "x", "y", n_resamples=500)
-    assert effect.point == pytest.approx(0.5) and effect.low <= 0.5 <= effect.high
+    # Welch stratified over tasks: v = s^2/n, A: x (1, 1.2) 0.01, y (0, 0.2) 0.01; B: no spread. se = sqrt(0.02) / 2,
+    # dof = 0.02^2 / (0.01^2 + 0.01^2) = 2, t(0.975, 2) = 4.302653: half-width 0.304243.
+    assert (effect.point, effect.low, effect.high) == (pytest.approx(0.5), pytest.approx(0.5 - 0.304243, abs=1e-6),
+                                                       pytest.approx(0.5 + 0.304243, abs=1e-6))
     assert details.difference(frame, "normalized", "x", "y", ["B"]).point == pytest.approx(0.0)
     one_seed = details.difference(frame[frame["seed"] == 0], "normalized", "x", "y")
     assert one_seed.point == pytest.approx(0.5) and math.isnan(one_seed.low) and math.isnan(one_seed.high)
@@ -133,7 +139,7 @@ def test_the_variant_files_claims_are_checked_against_the_runs(tmp_path):
     claims = pd.read_csv(out / "details_claims.csv").set_index("variant")
     mistake = claims.loc["mistake_epochs_20"]
     assert mistake["prediction"] == "score below the anchor; kl > anchor"
-    assert mistake["effect"] < 0 and mistake["effect_ci_high"] < 0
+    assert mistake["effect"] == pytest.approx(-0.54) and mistake["effect_ci_high"] < 0
     assert mistake["mechanism_found"] == "yes" and mistake["mechanism_measured"] == pytest.approx(0.04)
     assert mistake["verdict"] == details.SUPPORTED and mistake["n_diverged"] == 1
     assert mistake["approx_kl"] == pytest.approx(0.05) and mistake["kl_anchor"] == pytest.approx(0.01)

@@ -227,8 +227,9 @@ def test_final_score_is_last_100_episodes(tmp_path):
     table = final_score_table(final_scores(episodes), manifests, load_references(REFERENCE_CSV), n_resamples=2000)
     row = table.iloc[0]
     assert (row["our_mean"], row["n_seeds"], row["n_diverged"]) == (15.0, 2, 0)
-    # Two seeds: resample means 10, 15, 20 with 25% tails -> CI [10, 20].
-    assert (row["our_ci_low"], row["our_ci_high"]) == (10.0, 20.0)
+    # Two seeds, 10 and 20: sd 7.071068, se 5, t(0.975, 1) = 12.706205: 15 ± 63.531024 (a bootstrap gave 10 to 20).
+    assert (row["our_ci_low"], row["our_ci_high"]) == (pytest.approx(15 - 63.531024, abs=1e-5),
+                                                       pytest.approx(15 + 63.531024, abs=1e-5))
     assert math.isnan(row["normalized_mean"])  # no normalised scores passed
 
 
@@ -299,9 +300,19 @@ def test_aggregate_uses_table1_normalisation(study):
     assert list(agg.index) == ["trpo", "a2c", "clip_0.2", "cem"]  # best mean first
     clip = agg.loc["clip_0.2"]
     assert clip["algorithm"] == "ppo" and (clip["n_tasks"], clip["n_runs"], clip["n_diverged"]) == (2, 4, 0)
-    # Hopper resample means 0.25/0.375/0.5, Swimmer 0.2/0.3/0.4; the extremes each have probability
-    # 1/16 > 2.5%, so the interval is [(0.25 + 0.2) / 2, (0.5 + 0.4) / 2].
-    assert (clip["mean_ci_low"], clip["mean_ci_high"]) == (pytest.approx(0.225), pytest.approx(0.45))
+    # Table 1's t interval stratified over tasks: v = s^2/n, Hopper (0.25, 0.5) 0.015625, Swimmer (0.2, 0.4) 0.01;
+    # se = sqrt(0.025625) / 2; dof = 0.025625^2 / (0.015625^2 + 0.01^2) = 1.908059, t(0.975, 1.908059) = 4.507568
+    # (scipy): half-width 0.360781 (the stratified bootstrap gave the seeds' extremes, 0.225 to 0.45).
+    assert (clip["mean_ci_low"], clip["mean_ci_high"]) == (pytest.approx(0.3375 - 0.360781, abs=1e-6),
+                                                           pytest.approx(0.3375 + 0.360781, abs=1e-6))
+    # TRPO − PPO: Hopper 1 − 0.375, Swimmer 0.6 − 0.3 -> 0.4625; v 0.0625, 0.01 (TRPO), 0.015625, 0.01 (PPO);
+    # dof = 0.098125^2 / (0.0625^2 + 0.01^2 + 0.015625^2 + 0.01^2) = 2.213253, t(0.975, 2.213253) = 3.928799
+    # (scipy): half-width 0.615346, -0.152846 to 1.077846: crosses 0.
+    trpo = agg.loc["trpo"]
+    assert trpo["diff_vs_anchor"] == pytest.approx(0.4625) and trpo["vs_anchor"] == "not distinguishable"
+    assert trpo["diff_ci_low"] == pytest.approx(-0.152846, abs=1e-6) and clip["vs_anchor"] == ""
+    # CEM's Hopper seed 0 (score 0 = random) and Swimmer seed 0 (-10 = random) never beat the random policy.
+    assert agg.loc["cem", "n_not_above_random"] == 2 and clip["n_not_above_random"] == 0
     assert clip["iqm"] == pytest.approx((0.25 + 0.4) / 2)  # middle two of 0.2, 0.25, 0.4, 0.5
     assert agg.loc["cem", "n_diverged"] == 1
 
@@ -448,3 +459,9 @@ def test_claim_table_by_hand():
     # (a tie at 4 goes to the first column, clip_0.2, by idxmax), so P = 3/4 up to resampling noise.
     assert table.loc["B", "clip_0.2_rank"] == 1 and table.loc["B", "best"] == "clip_0.2"  # 4.0 vs 4.0: first wins
     assert abs(table.loc["B", "p_clip_0.2_best"] - 0.75) < 0.03
+    # Welch against the best other algorithm: A 10 − 1 with no spread on either side: exact, "best"; B (3, 5)
+    # against (4, 4): 0, v = 2/2 + 0 = 1, dof 1, t(0.975, 1) = 12.706205: 0 ± 12.706205, "not distinguishable".
+    assert (table.loc["A", "best_other"], table.loc["A", "verdict"]) == ("trpo", "best")
+    assert (table.loc["B", "diff_ci_low"], table.loc["B", "diff_ci_high"]) == (pytest.approx(-12.706205, abs=1e-6),
+                                                                             pytest.approx(12.706205, abs=1e-6))
+    assert table.loc["B", "verdict"] == "not distinguishable"

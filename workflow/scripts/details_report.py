@@ -40,10 +40,12 @@ DIGITS = {"n_tasks": 0, "p_improvement": 2, "approx_kl": 4, "approx_kl_anchor": 
           "mechanism_ci_high": 4, "minibatch_steps": 1, "paper_return": 1, "modern_return": 1}
 EFFECT_NOTE = (
     "effect = mean over tasks of (the setting's mean normalised score − the anchor's), on the tasks both ran; "
-    "normalised as Table 1 (per task, our random policy = 0, the study's best setting = 1); 95% percentile "
-    "bootstrap resampling each side's runs independently within each task. p_improvement = P(a run of the setting "
-    "scores above a run of the anchor on the same task), ties ½, averaged over tasks (Agarwal et al. 2021), with "
-    "its 95% stratified bootstrap interval. One run per task and setting gives no interval."
+    "normalised as Table 1 (per task, our random policy = 0, the study's best setting = 1); Welch's 95% interval "
+    "stratified over tasks (the two sides' runs independent, each task's own variance over seeds, "
+    "Welch–Satterthwaite degrees of freedom; on one task, Welch's interval of its seeds). p_improvement = P(a run "
+    "of the setting scores above a run of the anchor on the same task), ties ½, averaged over tasks (Agarwal et "
+    "al. 2021), with its 95% percentile bootstrap interval stratified by task (narrower than 95% at 2 or 3 seeds "
+    "per task). One run per task and setting gives no interval."
 )
 CLAIM_NOTE = (
     "claim = the variant file's description; prediction = its claim field (ppo/config/experiments.py load_claim); effect over "
@@ -52,8 +54,8 @@ CLAIM_NOTE = (
     "update's minibatch steps of ((r − 1) − log r) before each step; kl = KL[π_old, π] over the whole batch after "
     "the update; clipfrac = share of samples with |r − 1| above the run's own ε; minibatch_steps (target_kl runs) = "
     "steps taken per update, early_stop_fraction = share of updates stopped before all epochs. mechanism_measured "
-    "is the claimed statistic (for 'anchor': the variant's minus the anchor's) with its 95% stratified bootstrap "
-    "interval."
+    "is the claimed statistic (for 'anchor': the variant's minus the anchor's) with its 95% t interval stratified "
+    "over tasks (Welch's for the difference)."
 )
 
 
