@@ -1,4 +1,4 @@
-"""Learning curves on a common grid, averaged over seeds with a bootstrap band.
+"""Learning curves on a common grid, averaged over seeds, with the range of the seeds as their band.
 
 Resampling rule (chosen so a point is always defined once a run has finished an
 episode, whatever the episode lengths): the value of a run at grid point ``g`` is the
@@ -8,7 +8,8 @@ run's first finished episode and after the run's end, where the end is the diver
 step for a diverged run, ``total_steps`` otherwise (x = steps), or the last episode's
 ``wall_time`` (x = wall time). Each task gets its own grid of ``n_points`` values from
 0 to the largest end among its runs. Per (task, variant, grid point) the curve is the
-mean over the runs that have a value there, with a percentile bootstrap band over them.
+mean over the runs that have a value there; its band is the lowest to the highest of those runs (the range of
+the seeds: at 3 seeds a percentile bootstrap band is exactly this range, so it is drawn and named as one).
 
 The sample-efficiency curve (:func:`sample_efficiency`) puts every task on one grid
 (0 to the largest budget), normalises each run's curve with Table 1's per-task random
@@ -31,7 +32,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from analysis.stats import bootstrap_ci_columns, iqm, stratified_bootstrap
+from analysis.stats import iqm, range_columns, stratified_bootstrap
 
 AXES = {"global_step": "environment steps", "wall_time": "wall-clock time (s)"}
 
@@ -129,12 +130,14 @@ def resample_runs(
 def aggregate_curves(
     per_run: pd.DataFrame, n_resamples: int = 2_000, confidence: float = 0.95, seed: int = 0
 ) -> pd.DataFrame:
-    """Mean over runs per (task, variant, grid point) with a percentile bootstrap band."""
+    """Mean over runs per (task, variant, grid point); ``ci_low``/``ci_high`` are the lowest and highest run there
+    (the range of the seeds; NaN with fewer than two). ``n_resamples``, ``confidence`` and ``seed`` are unused,
+    kept for callers."""
     x = next(c for c in AXES if c in per_run.columns)
     frames = []
     for (task, variant), group in per_run.groupby(["task", "variant"], sort=True):
         matrix = group.pivot(index="run_id", columns=x, values="value")
-        means, low, high = bootstrap_ci_columns(matrix.to_numpy(), n_resamples, confidence, seed)
+        means, low, high = range_columns(matrix.to_numpy())
         frames.append(
             pd.DataFrame(
                 {
@@ -162,7 +165,7 @@ def learning_curves(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """Seed-averaged learning curves with bootstrap bands (see module docstring)."""
+    """Seed-averaged learning curves with the seeds' range as band (see module docstring)."""
     per_run = resample_runs(episodes, manifests, x, n_points, smooth)
     return aggregate_curves(per_run, n_resamples, confidence, seed)
 
@@ -199,7 +202,7 @@ def _plot(curves: pd.DataFrame, path: str | Path, x: str, title: str) -> Path:
     return path
 
 
-CURVES_TITLE = "Mean over seeds of the last-10-episode return, 95% bootstrap band"
+CURVES_TITLE = "Mean over seeds of the last-10-episode return, band: range of the seeds"
 
 
 def plot_curves(curves: pd.DataFrame, path: str | Path, title: str = CURVES_TITLE) -> Path:
@@ -209,7 +212,7 @@ def plot_curves(curves: pd.DataFrame, path: str | Path, title: str = CURVES_TITL
 
 def plot_curves_walltime(curves: pd.DataFrame, path: str | Path) -> Path:
     """Learning curves over wall-clock time (curves computed with x='wall_time')."""
-    return _plot(curves, path, "wall_time", "Return vs wall-clock time, mean over seeds, 95% bootstrap band")
+    return _plot(curves, path, "wall_time", "Return vs wall-clock time, mean over seeds, band: range of the seeds")
 
 
 def _budget(manifest: pd.Series, run_x: np.ndarray) -> float:

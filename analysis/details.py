@@ -30,7 +30,7 @@ from matplotlib.lines import Line2D
 from analysis import protocol
 from analysis.aggregate import probability_of_improvement
 from analysis.curves import AXES, new_figure, variant_colors
-from analysis.stats import Interval, bootstrap_ci_columns, stratified_t_interval, stratified_welch
+from analysis.stats import Interval, range_columns, stratified_t_interval, stratified_welch
 from ppo.config.experiments import Claim
 from ppo.envs.family import task_name
 
@@ -358,7 +358,8 @@ MECHANISM_PANELS = (("approx_kl", "approx KL per minibatch step", True), ("kl", 
 def plot_mechanisms(updates: pd.DataFrame, variants: Sequence[str], path: str | Path, title: str,
                     n_resamples: int = 2_000, seed: int = 0) -> Path:
     """A row per statistic of MECHANISM_PANELS, a column per task: each variant's per-update value over
-    environment steps, mean over seeds with a 95% bootstrap band (finite values only; KL on a log scale)."""
+    environment steps, mean over seeds with the range of the seeds as band (finite values only; KL on a log
+    scale). ``n_resamples`` and ``seed`` are unused, kept for callers."""
     chosen = updates[updates["variant"].isin(variants)]
     tasks = sorted(chosen["task"].unique()) or ["(no runs)"]
     labels = _labels(chosen) if len(chosen) else pd.Series(dtype=str)
@@ -378,7 +379,7 @@ def plot_mechanisms(updates: pd.DataFrame, variants: Sequence[str], path: str | 
                 matrix = values.pivot_table(index="run_id", columns="global_step", values=stat, dropna=False)
                 if matrix.isna().all().all():
                     continue
-                mean, low, high = bootstrap_ci_columns(matrix.to_numpy(dtype=float), n_resamples, seed=seed)
+                mean, low, high = range_columns(matrix.to_numpy(dtype=float))
                 steps = matrix.columns.to_numpy(dtype=float)
                 ax.plot(steps, mean, color=colors[variant], lw=1.3, marker="." if len(steps) < 10 else None)
                 ax.fill_between(steps, low, high, color=colors[variant], alpha=0.2, lw=0)

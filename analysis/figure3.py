@@ -348,12 +348,12 @@ def plot_figure3(
     seed: int = 0,
 ) -> Path:
     """Figure 3: one panel per task, one line per algorithm (mean over seeds of the last-``smooth``
-    episode return on a common step grid) with its 95% bootstrap band over seeds; ``budget`` is
+    episode return on a common step grid) with the range of its seeds as band; ``budget`` is
     the title's second line."""
     curves = learning_curves(episodes, manifests, "global_step", n_points, smooth, n_resamples, seed=seed)
     title = (
         f"Figure 3: PPO and the paper's baselines. Mean over seeds of the last-{smooth}-episode return, "
-        f"95% bootstrap band\n{budget}"
+        f"band: range of the seeds\n{budget}"
     )
     return plot_curves(curves, path, title)
 

@@ -186,4 +186,5 @@ def test_per_task_reference_marks_a_task_outside_the_spread():
     table = per_task_reference(scores, manifests, refs, "clip_0.2", n_resamples=2000)
     # CleanRL's 900 (seeds not stated: taken as exact) is the only comparable row: our 500 ± 248.4 lies below it,
     # on every row of the task
-    assert table["vs_refs"].tolist() == ["below", "below"] and table["refs_text"].tolist() == ["900.0 (1 reference)"] * 2
+    assert table["vs_refs"].tolist() == ["below", "below"]
+    assert table["refs_text"].tolist() == ["900.0 (1 reference)"] * 2

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from analysis.stats import (IDENTICAL, bootstrap_ci, bootstrap_ci_columns, difference_text, interval_side, iqm, mean,
-                            same_runs, stratified_bootstrap_ci, stratified_t_interval, stratified_welch, t_interval,
-                            welch_difference, welch_samples)
+                            range_columns, same_runs, stratified_bootstrap_ci, stratified_t_interval,
+                            stratified_welch, t_interval, welch_difference, welch_samples)
 
 
 def test_iqm_trims_a_quarter_each_side():
@@ -164,3 +164,18 @@ def test_interval_side():
     assert [interval_side(0.1, 2.0), interval_side(-2.0, -0.1), interval_side(-2.0, 0.1)] == \
         ["above 0", "below 0", "crosses 0"]
     assert interval_side(math.nan, math.nan) == "no interval"
+
+
+def test_range_columns_is_the_seeds_range():
+    # Columns: three runs (1, 5, 3): mean 3, band 1 to 5; two runs (2, NaN, 4): 3, 2 to 4; one run: no band.
+    matrix = np.array([[1.0, 2.0, math.nan], [5.0, math.nan, 7.0], [3.0, 4.0, math.nan]])
+    mean_, low, high = range_columns(matrix)
+    np.testing.assert_allclose(mean_, [3.0, 3.0, 7.0])
+    np.testing.assert_allclose(low[:2], [1.0, 2.0])
+    np.testing.assert_allclose(high[:2], [5.0, 4.0])
+    assert math.isnan(low[2]) and math.isnan(high[2])
+    # A percentile bootstrap of 3 values (its 2.5% quantile is the lowest: P(all three draws lowest) = 1/27 > 2.5%)
+    # gives the same band, called 95%.
+    boot_mean, boot_low, boot_high = bootstrap_ci_columns(matrix[:, :1], 4000)
+    assert (boot_low[0], boot_high[0]) == (1.0, 5.0)
+    assert np.isnan(range_columns(np.full((2, 1), math.nan))[0][0])

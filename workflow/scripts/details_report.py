@@ -135,10 +135,12 @@ def run_report(args: argparse.Namespace) -> dict[str, Path]:
                              args.curve_smooth, seed=seed)
     written["details_curves.png"] = plot_curves(
         curves, out / "details_curves.png",
-        f"The mistakes beside {args.variant}: last-10-episode return, mean over seeds, 95% bootstrap band\n{budget}")
+        f"The mistakes beside {args.variant}: last-10-episode return, mean over seeds, band: range of the seeds"
+        f"\n{budget}")
     written["details_mechanisms.png"] = plot_mechanisms(
         updates, shown, out / "details_mechanisms.png",
-        f"Per update, the mistakes beside {args.variant}: mean over seeds, 95% bootstrap band\n{budget}", seed=seed)
+        f"Per update, the mistakes beside {args.variant}: mean over seeds, band: range of the seeds\n{budget}",
+        seed=seed)
     return written
 
 
