@@ -177,14 +177,18 @@ def paper_config(total_steps: int):
 
 def package_at(rev: str) -> str:
     """The name under which the ``ppo`` package of git revision ``rev`` imports: ``ppo_at_<commit>``, extracted
-    (``git archive``, with the experiments/ and config/ it reads beside it) into the temporary folder once."""
+    (``git archive``, with the experiments/, config/ and reference/ it reads beside it, those the revision has)
+    into the temporary folder once."""
     root = Path(__file__).resolve().parents[1]
     commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=10", f"{rev}^{{commit}}"], capture_output=True,
                             text=True, check=True).stdout.strip()
     name = f"ppo_at_{commit}"
     folder = Path(tempfile.gettempdir()) / f"throughput_{name}"
     if not (folder / name).is_dir():
-        archive = subprocess.run(["git", "-C", str(root), "archive", commit, "ppo", "experiments", "config"],
+        tree = subprocess.run(["git", "-C", str(root), "ls-tree", "--name-only", commit], capture_output=True,
+                              text=True, check=True).stdout.split()
+        folders = [f for f in ("ppo", "experiments", "config", "reference") if f in tree]  # Table 1 rows: reference/
+        archive = subprocess.run(["git", "-C", str(root), "archive", commit, *folders],
                                  capture_output=True, check=True).stdout
         work = Path(tempfile.mkdtemp(prefix=f"throughput_{name}."))
         with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
