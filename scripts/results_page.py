@@ -59,6 +59,21 @@ def split_markdown(text: str) -> tuple[str, list[str], list[str]]:
     return title, notes, rest
 
 
+def _versus_best(checks: dict) -> str:
+    """The anchor against the best setting as Table 1's vs_best says it (analysis.table1.BEST_RULE)."""
+    if checks.get("anchor_minus_best") is None:  # written before Welch's comparison: the old interval rule
+        return ("within" if checks["anchor_within_best_ci"] else "below") + " that interval"
+    point, low, high = checks["anchor_minus_best"]
+    return (f"{point:+.2f} against it (Welch's 95% interval {low:+.2f} to {high:+.2f}: "
+            f"{checks['anchor_vs_best']})")
+
+
+def _best_count(checks: dict) -> str:
+    """How often the anchor was best, as a count (a percentage of 2,000 resamples rounds 3 to "0.1%" or "0.15%")."""
+    count = checks.get("anchor_best_count", round(checks["anchor_best_fraction"] * checks["n_resamples"]))
+    return f"{count:,}"
+
+
 def rank_agreement_lines(path: Path) -> list[str]:
     """rank_agreement.json as the sentences a reader wants: ρ and its interval, no clipping's place, the best
     setting and whether ε = 0.2 is within its interval, the settings whose rank moved most."""
@@ -75,10 +90,10 @@ def rank_agreement_lines(path: Path) -> list[str]:
             f"normalisation recomputed each time): ρ = {checks['rho']:.2f}, 95% interval {low:.2f} to {high:.2f}.",
             f"- No clipping or penalty ranks {checks['no_clip_rank']} of {data['n']}"
             f" (last in {checks['no_clip_last_fraction']:.0%} of the resamples).",
-            f"- Best setting: {checks['best_variant']} (95% interval of its score {checks['best_ci'][0]:.2f} to "
+            f"- Best setting: {checks['best_variant']} (95% t interval of its score {checks['best_ci'][0]:.2f} to "
             f"{checks['best_ci'][1]:.2f}); {checks['anchor']} scores {checks['anchor_score']:.2f}, "
-            + ("within" if checks["anchor_within_best_ci"] else "below")
-            + f" that interval, and is best in {checks['anchor_best_fraction']:.1%} of the resamples.",
+            + _versus_best(checks)
+            + f"; it is best in {_best_count(checks)} of the {checks['n_resamples']:,} resamples.",
             "- Largest moves from the paper's ranks: " + "; ".join(
                 f"{m['variant']} {m['rank_ours']} (paper {m['rank_paper']:g})" for m in checks["largest_rank_moves"]) + ".",
         ]
