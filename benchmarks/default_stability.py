@@ -3,9 +3,10 @@
 
 Trains nothing: reads a finished run of the default study with twice its seeds (``./repro --config
 seeds=6`` trains seeds 3-5 beside the default's 0-2), builds Table 1 (the report's own function, with its
-stratified bootstrap intervals) on each half of the seeds separately, and compares them: Spearman's ρ of
-the two rankings, and for each half which settings are clearly below the best one (the report's rule:
-95% intervals apart and at least analysis.table1.TIE_MARGIN lower) and which are within noise of it.
+t intervals stratified over tasks) on each half of the seeds separately, and compares them: Spearman's ρ of
+the two rankings, and for each half which settings are below the best one (the report's rule,
+analysis.table1.BEST_RULE: Welch's 95% interval of the difference wholly below 0 and at least TIE_MARGIN)
+and which are not distinguishable from it.
 
     python benchmarks/default_stability.py --runs results/classic/reduced/runs \
         --random results/random/CartPole-v1.parquet results/random/Acrobot-v1.parquet --halves 0,1,2 3,4,5
