@@ -6,8 +6,10 @@
 The runs are named by their output files (``<runs>/<task>/<variant>/seed<k>/<file>``), which is what the
 Snakemake rule passes as ``{output}``; their settings are resolved from the study's files (ppo.pipeline.study),
 exactly as the Snakefile resolved them when it planned the job (``--digests``, the planned config digests,
-makes sure of that). With ``--copy-from <run dir>`` the one
-run named is not trained but copied from the same run finished in another study (ppo.pipeline.study.shared_runs).
+makes sure of that). With ``--copy-from <run dir> ...`` (one folder per run, in the order of the runs) the
+runs named are not trained but copied: from the same runs finished in another study (ppo.pipeline.study.shared_runs)
+or published with the project (ppo.pipeline.publish). Every source is checked before anything is written, so a
+refused run leaves the job's other runs uncopied too; one process copies a whole study's published runs.
 """
 from __future__ import annotations
 
@@ -64,9 +66,10 @@ RECORD_FILES = records.RECORD_FILES
 COPIED_FILES = (*RECORD_FILES, "model.pt")
 
 
-def copy_run(source: Path, run: Run, run_dir: Path, meta: dict) -> None:
-    """Make ``run_dir`` the run finished in ``source`` (ppo.pipeline.study.shared_runs): its records and model as
-    they are, its manifest with this study's ``meta`` and ``copied_from``, written last as after training."""
+def source_manifest(source: Path, run: Run) -> dict:
+    """The manifest of the finished run in ``source``, in today's schema, once it is checked to be ``run`` (same
+    task, seed and config digest) with every record as its manifest hashed it; else ConfigError in one line
+    naming the file."""
     manifest_path = source / "manifest.json"
     try:
         manifest = json.loads(manifest_path.read_text())
@@ -91,10 +94,29 @@ def copy_run(source: Path, run: Run, run_dir: Path, meta: dict) -> None:
     changed = records.changed_record(source, manifest)
     if changed:
         raise ConfigError(f"{changed}: the run is not copied")
+    return manifest
+
+
+def write_copy(source: Path, manifest: dict, run_dir: Path, meta: dict) -> None:
+    """Make ``run_dir`` the run in ``source`` (checked by source_manifest): its records and model as they are, its
+    manifest with this study's ``meta`` and ``copied_from``, written last as after training."""
     for name in [n for n in COPIED_FILES if (source / n).is_file()]:  # published runs have no model.pt
         records.atomic_write(run_dir / name, lambda tmp, name=name: shutil.copyfile(source / name, tmp))
     origin = {"run_dir": str(source), "study": manifest.get("study"), "scale": manifest.get("scale")}
     records.write_json({**manifest, **meta, "copied_from": origin}, run_dir / "manifest.json")
+
+
+def copy_run(source: Path, run: Run, run_dir: Path, meta: dict) -> None:
+    """Make ``run_dir`` the run finished in ``source`` (ppo.pipeline.study.shared_runs, or published/)."""
+    write_copy(source, source_manifest(source, run), run_dir, meta)
+
+
+def copy_runs(study: Study, sources: list[Path], runs: list[Run], run_dirs: list[Path]) -> None:
+    """Copy each of ``runs`` from its source folder: every source checked first (source_manifest), then written,
+    so a refused run leaves nothing copied (Snakemake would remove the job's outputs anyway)."""
+    checked = [source_manifest(source, run) for source, run in zip(sources, runs)]
+    for source, manifest, run, run_dir in zip(sources, checked, runs, run_dirs):
+        write_copy(source, manifest, run_dir, run_meta(study, run))
 
 
 def main(argv=None) -> int:
@@ -104,8 +126,9 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--checkpoint-every", type=int, default=10,
                    help="save the group's state every N updates (0 = never); a restarted job resumes from it")
-    p.add_argument("--copy-from", type=Path, metavar="RUN_DIR",
-                   help="do not train: copy this finished run of another study (same task, seed, configuration)")
+    p.add_argument("--copy-from", type=Path, nargs="+", metavar="RUN_DIR",
+                   help="do not train: copy these finished runs (of another study, or published), one folder per run "
+                        "in the order of the outputs' runs (same task, seed, configuration)")
     p.add_argument("--digests", type=json.loads, metavar="JSON",
                    help='the config digest planned for each run, {"<run id>": "<digest>", ...}: a run whose '
                         'resolved configuration has another digest is refused (the files changed since planning)')
@@ -127,15 +150,17 @@ def main(argv=None) -> int:
         print(f"error: {problem}; nothing was trained or changed", file=sys.stderr)
         return 2
     if args.copy_from is not None:
-        if len(runs) != 1:
-            print(f"error: --copy-from copies one run, got outputs of {len(runs)}", file=sys.stderr)
+        if len(args.copy_from) != len(runs):
+            print(f"error: --copy-from names {len(args.copy_from)} run folders for outputs of {len(runs)} runs; "
+                  "nothing was copied", file=sys.stderr)
             return 2
         try:
-            copy_run(args.copy_from, runs[0], run_dirs[0], run_meta(study, runs[0]))
+            copy_runs(study, args.copy_from, runs, run_dirs)
         except ConfigError as err:
             print(f"error: {' '.join(str(err).split())}; nothing was copied", file=sys.stderr)
             return 2
-        print(f"copied {args.copy_from} to {run_dirs[0]} (same task, seed and configuration)", flush=True)
+        for source, run_dir in zip(args.copy_from, run_dirs):
+            print(f"copied {source} to {run_dir} (same task, seed and configuration)")
         return 0
     specs = [RunSpec(run.run_id, run.task, run.variant.config, run.seed, run_dir, meta=run_meta(study, run))
              for run, run_dir in zip(runs, run_dirs)]

@@ -59,6 +59,43 @@ def test_published_runs_are_not_planned_and_copy_exactly(tmp_path):
     assert json.loads((dest / "manifest.json").read_text())["copied_from"]["run_dir"] == str(source)
 
 
+def test_one_process_copies_a_study_s_published_runs_and_refuses_a_changed_record(tmp_path, capsys):
+    """The pipeline's copy job (workflow/rules/train.smk): one ``python -m ppo.pipeline.job --copy-from`` per study
+    copies all its published runs, each checked first (task, seed and digest as planned; every record as its
+    manifest hashed it); a changed record is refused in one line naming the file, and nothing is copied."""
+    import shutil
+
+    from ppo.pipeline import job
+    from ppo.pipeline.study import RUN_FILES as FILES
+
+    study = load_study("table1", "paper")
+    runs = [r for r in study.runs() if r.task == TASK and r.variant.name == "clip_0.2"][:2]
+    sources = [run_dir(tmp_path / "published", study, r) for r in runs]
+    for run, source in zip(runs, sources):
+        shutil.copytree(run_dir(PUBLISHED, study, run), source)
+
+    def copy(results):
+        outputs = [str(run_dir(results, study, r) / name) for r in runs for name in FILES]
+        return job.main(["--study", "table1", "--scale", "paper", "--copy-from", *map(str, sources), "--digests",
+                         json.dumps({r.run_id: r.config_digest for r in runs}), *outputs])
+
+    assert copy(tmp_path / "results") == 0
+    for run, source in zip(runs, sources):
+        assert is_current(tmp_path / "results", study, run)
+        for name in FILES[:-1]:
+            assert (run_dir(tmp_path / "results", study, run) / name).read_bytes() == (source / name).read_bytes()
+        manifest = json.loads((run_dir(tmp_path / "results", study, run) / "manifest.json").read_text())
+        assert manifest["copied_from"]["run_dir"] == str(source) and manifest["config_digest"] == run.config_digest
+    assert capsys.readouterr().out.count("copied ") == 2
+
+    changed = sources[1] / "episodes.parquet"
+    changed.write_bytes(changed.read_bytes()[:-1] + bytes([changed.read_bytes()[-1] ^ 1]))
+    assert copy(tmp_path / "again") == 2
+    said = capsys.readouterr().err.strip()
+    assert len(said.splitlines()) == 1 and said.startswith(f"error: {changed}: its content changed")
+    assert said.endswith("nothing was copied") and not (tmp_path / "again").exists()  # not even the good run
+
+
 def test_a_published_run_of_another_configuration_is_trained(tmp_path):
     study = load_study("table1", "smoke")
     run = next(r for r in study.runs() if r.task == TASK and r.variant.name == "clip_0.2")

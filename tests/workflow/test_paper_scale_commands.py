@@ -27,27 +27,35 @@ def test_mujoco_paper_scale_plans_no_atari_run():
     done = subprocess.run([*SNAKEMAKE, "--forceall", "--config", "studies=[table1,figure3]", "scale=paper"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    # a published paper-scale run is planned as a copy, an unpublished one as training: either counts
+    # a published paper-scale run is copied (one job per study: copy_table1_published), an unpublished one trained
     for task in ("HalfCheetah", "Hopper", "InvertedDoublePendulum", "InvertedPendulum", "Reacher",
                  "Swimmer", "Walker2d"):
-        assert re.search(rf"^(train|copy)_table1_{task}-", done.stdout, re.MULTILINE), task
+        assert re.search(rf"^(train_table1_{task}-|copy_table1_published\s)", done.stdout, re.MULTILINE), task
+    assert not re.search(r"^copy_\S+-seed\d", done.stdout, re.MULTILINE)  # no job copies a single run
     assert "atari" not in done.stdout
 
 
 def test_atari_three_plans_the_three_games_ppo_and_a2c_of_the_paper_scale():
-    """./repro atari-three: the paper scale's own runs (same folders, so published ones are copied), one a job."""
-    done = subprocess.run([*SNAKEMAKE, "--forceall", "--config", "studies=[atari]", "scale=paper", "group_size=1",
-                           "tasks=[ALE/Pong-v5,ALE/Breakout-v5,ALE/BeamRider-v5]", "variants=[atari_ppo,atari_a2c]"],
-                          capture_output=True, text=True, timeout=300)
+    """./repro atari-three: the paper scale's own runs (same folders, so published ones are copied, all of them by
+    one job), the others trained one a job."""
+    from ppo.pipeline.study import is_current, load_study, narrowed
+
+    config = ["studies=[atari]", "scale=paper", "group_size=1", "tasks=[ALE/Pong-v5,ALE/Breakout-v5,ALE/BeamRider-v5]",
+              "variants=[atari_ppo,atari_a2c]"]
+    done = subprocess.run([*SNAKEMAKE, "--forceall", "--config", *config], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    # a published run is copied (copy_atari_<Game>-atari_<algo>-seed<k>), the others trained, one a job
-    # (train_atari_<Game>-<algo>-<n>)
+    # a run not published is trained one a job (train_atari_<Game>-<algo>-<n>); the published ones are copied by one
+    # job (copy_atari_published)
     names = set(re.findall(r"^((?:train|copy)_atari_\S+)\s", done.stdout, re.MULTILINE))
-    jobs = {re.match(r"(?:train|copy)_atari_(\w+?)-(?:atari_)?(ppo|a2c)-(?:seed)?(\d+)$", n).groups() + (n,)
-            for n in names}
-    assert sorted({(g, a) for g, a, _, _ in jobs}) == [(g, a) for g in ("BeamRider", "Breakout", "Pong")
-                                                       for a in ("a2c", "ppo")]
-    assert len(jobs) == 18  # 3 games x 2 algorithms x 3 seeds
+    trained = {re.match(r"train_atari_(\w+?)-(ppo|a2c)-(\d+)$", n).groups() for n in names if n.startswith("train_")}
+    study = narrowed(load_study("atari", "paper"), ["ALE/Pong-v5", "ALE/Breakout-v5", "ALE/BeamRider-v5"],
+                     ["atari_ppo", "atari_a2c"])
+    published = [r for r in study.runs() if is_current(ROOT / "published", study, r)]
+    assert (names - {n for n in names if n.startswith("train_")}) == ({"copy_atari_published"} if published else set())
+    assert len(trained) + len(published) == 18  # 3 games x 2 algorithms x 3 seeds
+    per_game = {(g, a) for g, a, _ in trained} | {(r.task.split("/")[1].removesuffix("-v5"),
+                                                   r.variant.name.removeprefix("atari_")) for r in published}
+    assert sorted(per_game) == [(g, a) for g in ("BeamRider", "Breakout", "Pong") for a in ("a2c", "ppo")]
 
 
 def test_narrowing_a_study_keeps_its_runs_and_refuses_in_one_line():

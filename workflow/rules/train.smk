@@ -32,28 +32,28 @@ for _study, _group in GROUPS:
             "--checkpoint-every {params.checkpoint_every:q} --digests {params.configs:q} {output:q} > {log:q} 2>&1"
 
 
-# A run another study already trains (see SHARED in common.smk), or one published with the project, is
-# copied from there, records unchanged.
-for _study, _run, _source, _source_files in COPIES:
-    _copy_id = f"{task_name(_run.task)}-{_run.variant.name}-seed{_run.seed}"
+# Runs another study already trains (see SHARED in common.smk), or published with the project, are copied from
+# there, records unchanged: one job per study and source (COPY_JOBS), each source checked before anything is copied.
+for (_name, _owner), (_study, _copies) in COPY_JOBS.items():
+    _copy_id = "published" if _owner == "published" else f"from_{_owner}"
 
     rule:
         name:
-            f"copy_{_study.name}_{_copy_id}".replace(".", "_")  # a rule name cannot hold a dot
+            f"copy_{_name}_{_copy_id}"
         input:
-            _source_files,
+            [f for _, _, files in _copies for f in files],
         output:
-            run_outputs(_study, [_run]),
+            run_outputs(_study, [run for run, _, _ in _copies]),
         params:
             study=_study.name,
             scale=_study.scale,
-            source=_source,
-            configs=planned_digests([_run]),
+            sources=[folder for _, folder, _ in _copies],  # in the order of the outputs' runs
+            configs=planned_digests([run for run, _, _ in _copies]),
         log:
             f"{log_dir(_study)}/copy_{_copy_id}.log",
         localrule: True
         shell:
-            "python -m ppo.pipeline.job --study {params.study:q} --scale {params.scale:q} --copy-from {params.source:q} "
+            "python -m ppo.pipeline.job --study {params.study:q} --scale {params.scale:q} --copy-from {params.sources:q} "
             "--digests {params.configs:q} {output:q} > {log:q} 2>&1"
 
 
