@@ -28,10 +28,12 @@ def test_anchor_beside_references(tmp_path):
     rows = front_page.cells_of(table.splitlines())
     assert rows[0][:2] == ["task", "ours, v5"] and len(rows) == 3  # header, rule, Hopper (Swimmer: one seed only)
     hopper = rows[2]
-    assert hopper[:4] == ["Hopper-v5", "1,200.0", "1,000.0 to 1,400.0", "2,200.0 (1 of 3 seeds)"]
-    # The real reference table: Hopper's published PPO numbers at 1M that score the end of training reach
-    # down to CleanRL's 2,231.1 − 656.7; ours lies wholly below.
-    assert hopper[5] == "below" and hopper[4].startswith("1,574.4 to ")
+    # mean 1,200, sd 200 over 3 seeds: the 95% t interval ± 4.303 · 200 / √3 = ± 496.9; SB3's one run has no spread
+    assert hopper[:5] == ["Hopper-v5", "1,200.0", "703.2 to 1,696.8", "2,200.0 (1 of 3 seeds)",
+                          "-1,000.0 (no interval: one run)"]
+    # The real reference table: Hopper's published PPO numbers at 1M that score the end of training, CleanRL's v4
+    # 2,051.8 up to ppo2's 2,518.9 (Huang et al.); ours lies below each of them by REFERENCE_RULE.
+    assert hopper[5] == "2,051.8 to 2,518.9 (7 references)" and hopper[6] == "below (0 of 7 not distinguishable)"
     assert "disagreement" in note and note.startswith("Clipping, ε = 0.2, per task")
     assert front_page.anchor_beside_references(tmp_path, scores[scores["task"] == "Swimmer-v5"], manifests, "clip_0.2") is None
 
@@ -71,9 +73,95 @@ def test_checks_beside_table1(tmp_path):
     difference, low, high = (float(x) for x in row[4].replace("(", "").replace(")", "").replace(" to ", " ").split())
     assert difference == round(scores["table1_v4"].mean() - scores["table1"].mean(), 1)
     assert low <= difference <= high and low < high
-    # The interval is the bootstrap of the two samples, seed 0: recomputed here with the same draws.
-    rng = np.random.default_rng(0)
-    draws = (rng.choice(scores["table1_v4"], (2000, 3)).mean(axis=1) - rng.choice(scores["table1"], (2000, 3)).mean(axis=1))
-    assert (low, high) == tuple(round(float(q), 1) for q in np.quantile(draws, [0.025, 0.975]))
+    # The interval is Welch's of the two sets of seeds (analysis.references.difference_ci), recomputed here by hand.
+    import scipy.stats
+
+    a, b = scores["table1_v4"], scores["table1"]
+    va, vb = a.var(ddof=1) / 3, b.var(ddof=1) / 3
+    half = scipy.stats.t.ppf(0.975, (va + vb) ** 2 / (va ** 2 / 2 + vb ** 2 / 2)) * np.sqrt(va + vb)
+    assert (low, high) == (round(a.mean() - b.mean() - half, 1), round(a.mean() - b.mean() + half, 1))
     assert row[5:] == ["", "", "", "no reference"]  # no SB3 run on v4; the published numbers are at 1M steps
     assert "resamples" in note
+
+
+PUBLISHED = ROOT / "published"
+MUJOCO = ("HalfCheetah-v5", "Hopper-v5", "InvertedDoublePendulum-v5", "InvertedPendulum-v5", "Reacher-v5", "Swimmer-v5",
+          "Walker2d-v5")
+
+
+def random_files(folder):
+    """Our random policy's scores on the published MuJoCo tasks, 5 episodes each (the pipeline's: 100)."""
+    from ppo.pipeline.random_policy import random_episodes
+    from ppo.training.records import write_parquet
+
+    for task in MUJOCO:
+        write_parquet(random_episodes(task, 5, 0), folder / f"{task}.parquet")
+    return sorted(folder.glob("*.parquet"))
+
+
+def test_the_paper_beside_it_is_table1_and_figure3_of_the_published_runs(tmp_path):
+    """Table 1 of the published runs normalised, the paper's column from reference/ beside it, ρ and a verdict;
+    Figure 3 with PPO's row (Table 1's ε = 0.2 runs) and the claim's verdict, each rule written in the note."""
+    from analysis.io import load_random
+    from analysis.table1 import load_published_table1
+
+    random = load_random(random_files(tmp_path))
+    verdict, note, table = front_page.paper_table1(PUBLISHED, random, n_resamples=2000)
+    head, _, *rows = front_page.cells_of(table.splitlines())
+    assert head[:5] == ["setting", "ours", "95% interval", "vs the best", "paper"] and len(rows) == 11
+    paper = load_published_table1(ROOT / "reference/ppo2017_table1.csv")["value"]
+    assert sorted(r[4] for r in rows) == sorted(f"{v:.2f}" for v in paper)  # read from reference/, every row
+    assert [r[5] for r in rows] == [str(k) for k in range(1, 12)]  # our ranks, best first
+    assert verdict.startswith(("**Table 1: reproduced**", "**Table 1: partly reproduced**", "**Table 1: not reproduced**"))
+    assert "Spearman ρ = " in verdict and "No clipping" not in verdict and "no clipping or penalty" in verdict
+    assert "Verdict rule" in note and "reference/ppo2017_table1.csv" in note
+
+    verdict, note, table = front_page.paper_figure3(PUBLISHED, random, n_resamples=2000)
+    head, _, *rows = front_page.cells_of(table.splitlines())
+    assert head[0] == "algorithm" and head[1:8] == list(MUJOCO) and len(rows) == 7
+    assert rows[-1][0] == "PPO against the best other algorithm"  # analysis.figure3.claim_table's verdict per task
+    ppo = rows[0]
+    assert ppo[0] == "Clipping, ε = 0.2"  # PPO's row: Table 1's ε = 0.2 runs, published once
+    t1 = front_page.scored_runs(PUBLISHED / "table1" / "paper" / "runs")[0]
+    means = t1[t1["variant"] == "clip_0.2"].groupby("task")["score"].mean()
+    assert ppo[1:8] == [f"{means[t]:,.1f}" for t in MUJOCO]
+    assert verdict.startswith(("**Figure 3: reproduced**", "**Figure 3: partly reproduced**",
+                               "**Figure 3: not reproduced**")) and "of 7 tasks" in verdict
+    assert "Verdict rule" in note and "outperforms the previous methods" in note
+
+
+def test_no_verdict_while_runs_are_missing(tmp_path):
+    (tmp_path / "INDEX.csv").write_text("study\n")
+    verdict, note, table = front_page.paper_table1(tmp_path, None)
+    assert verdict == "**Table 1**: no verdict yet: 0 of its 231 runs are published; its table waits for all of them."
+    assert table == ""
+
+
+def test_the_page_opens_on_this_run_and_the_terminal_ends_on_it(tmp_path):
+    """The report's first page: this run's result first, then the paper beside it; ./repro's terminal summary:
+    the paper's side first (verdicts, Table 1, Figure 3), this run's result last."""
+    headline = tmp_path / "table1.md"
+    headline.write_text("# Table 1\n\n| variant | variant_label | ours | ci_low | ci_high | vs_best | published |\n"
+                        "|---|---|---:|---:|---:|---|---:|\n| clip_0.2 | Clipping, ε = 0.2 | 0.81 | 0.70 | 0.90 | best |  |\n"
+                        "| no_clip | No clipping or penalty | 0.20 | 0.10 | 0.30 | below |  |\n")
+    provenance = tmp_path / "provenance.csv"
+    provenance.write_text("key,value\nstudy,classic\nscale,reduced\nscale_label,REDUCED BUDGET\nruns_status,completed\n"
+                          "runs_training_seconds,125\ntasks,CartPole-v1\ncpu_count,2\n")
+    (tmp_path / "random").mkdir()
+    out = tmp_path / "out"
+    argv = ["--study", str(provenance), str(headline), "variant_label,ours,ci_low,ci_high", "--published",
+            str(PUBLISHED), "--random", *map(str, random_files(tmp_path / "random")), "--n-resamples", "2000",
+            "--out-md", str(out / "front.md"), "--out-rst", str(out / "front.rst"), "--out-summary", str(out / "summary.md")]
+    assert front_page.main(argv) == 0
+    page, summary = (out / "front.md").read_text(), (out / "summary.md").read_text()
+    mine, paper = "# What this run gives", "# The paper beside it"
+    assert page.index(mine) < page.index(paper) < page.index("## Table 1 at the paper's scale")
+    assert summary.index(paper) < summary.index("## Figure 3 at the paper's scale") < summary.index(mine)
+    assert summary.rstrip().endswith("No setting is below it.") or "Below it: No clipping or penalty." in summary
+    assert summary.rstrip().splitlines()[-1].startswith("Best: Clipping, ε = 0.2.")  # the noise rule reads vs_best
+    verdicts = [line for line in summary.splitlines() if line.startswith("- **")]
+    assert [v.split(":")[0] for v in verdicts[:2]] == ["- **Table 1", "- **Figure 3"]
+    assert any(v.startswith("- **table1_v4**") for v in verdicts) and any(v.startswith("- **Atari") for v in verdicts)
+    assert "Welch's 95% interval of the difference" in summary  # the rule the user's table is read by
+    assert "## The checks of Table 1, beside it (paper scale)" in page and "The checks of Table 1" not in summary
+    assert "<table>" in (out / "front.rst").read_text()

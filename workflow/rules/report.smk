@@ -70,32 +70,43 @@ for _source in TABLE_SOURCES:
 REPORT_FILES += [f"{report_dir(s)}/provenance.csv" for s in STUDIES] + TABLE_VIEWS
 
 
-# The report's first page and ./repro's last screen: what ran, what it cost, each study's headline table,
-# and the project's published paper-scale runs beside them (workflow/scripts/front_page.py).
+# The report's first page and ./repro's last screen: what ran, what it cost, each study's headline table, and the
+# paper beside them: the project's published paper-scale runs as the paper's Table 1 and Figure 3 with a verdict per
+# study (workflow/scripts/front_page.py). The page opens on this run's result; the terminal's summary ends on it.
 def front_page_options():
     options = []
     for s in STUDIES:
         rep = REPORTS[s.report]
         options += ["--study", f"{report_dir(s)}/provenance.csv", f"{report_dir(s)}/{rep.headline}",
                     ",".join(rep.headline_columns) or "all"]
-    return options
+    return options + ["--n-resamples", str(config["bootstrap"]["n_resamples"]), "--seed", str(config["bootstrap"]["seed"])]
+
+
+# Table 1 and Figure 3 at the paper's scale are normalised with our random policy's score on their tasks (Table 1's
+# zero point), in every run that has the published runs: a few seconds each (rule random_policy).
+PUBLISHED_INDEX = [p for p in ["published/INDEX.csv"] if Path(p).exists()]  # none in a copy without published/
+PAPER_RANDOM = [random_score(t) for t in sorted({t for name in ("table1", "figure3")
+                                                 if Path(PUBLISHED_DIR, name, "paper").is_dir()
+                                                 for t in load_study(name, "paper").tasks})]
 
 
 rule front_page:
     input:
         [f"{report_dir(s)}/provenance.csv" for s in STUDIES],
         [f"{report_dir(s)}/{REPORTS[s.report].headline}" for s in STUDIES],
-        [p for p in ["published/INDEX.csv"] if Path(p).exists()],  # none in a copy without published/
+        PUBLISHED_INDEX,
+        random=PAPER_RANDOM,
     output:
         "results/front_page.md",
         "results/front_page.rst",
+        "results/summary.md",
     params:
         options=front_page_options(),
     log:
         "logs/front_page.log",
     shell:
-        "python workflow/scripts/front_page.py {params.options:q} --published published "
-        "--out-md {output[0]:q} --out-rst {output[1]:q} > {log:q} 2>&1"
+        "python workflow/scripts/front_page.py {params.options:q} --published published --random {input.random:q} "
+        "--out-md {output[0]:q} --out-rst {output[1]:q} --out-summary {output[2]:q} > {log:q} 2>&1"
 
 
 REPORT_FILES += ["results/front_page.md"]

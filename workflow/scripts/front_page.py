@@ -1,16 +1,19 @@
 #!/usr/bin/env python
 """The report's first page, and what ``./repro`` prints at the end: what was run, at what scale, what it
-cost, each study's headline table, and the project's published paper-scale reproduction beside it.
+cost, each study's headline table, and the paper beside it: the project's published paper-scale runs as the
+paper's Table 1 and Figure 3, with a one-line verdict per study.
 
 python workflow/scripts/front_page.py --study results/table1/reduced/report/provenance.csv \
-    results/table1/reduced/report/table1.md variant_label,ours,published --published published --out-md results/front_page.md \
-    --out-rst results/front_page.rst
+    results/table1/reduced/report/table1.md variant_label,ours,published --published published \
+    --random results/random/Hopper-v5.parquet ... --out-md results/front_page.md \
+    --out-rst results/front_page.rst --out-summary results/summary.md
 
 ``--study`` (repeatable) names a study's provenance.csv (what ran, its budget, its runs' training time), its
-headline table (markdown, written by the study's report) and the columns of it to show. The published section summarises the
-paper-scale runs under ``--published`` (published/INDEX.csv and their episode records): the mean score of
-each setting on each task whose three seeds are all published, so a reader sees at once how far the
-user's reduced run is from the paper's budget.
+headline table (markdown, written by the study's report) and the columns of it to show. The paper's side is
+computed from the runs under ``--published`` (published/INDEX.csv and their records) with the analysis the
+reports use (analysis.table1, analysis.figure3), the paper's numbers read from reference/, and our random
+policy's scores (``--random``, Table 1's zero point). The page (``--out-md``, and ``--out-rst`` for Snakemake's
+report) opens on the user's result; the terminal's summary (``--out-summary``) ends with it.
 """
 from __future__ import annotations
 
@@ -26,18 +29,23 @@ import pandas as pd
 
 from analysis.atari import attach_env_protocol, check_runs, load_atari_references, load_table6
 from analysis.atari_tables import run_scores, table6, verdicts
-from analysis.io import RunDataError, load_study
-from analysis.references import (difference_ci, load_references, load_sb3_scores, per_task_reference,
-                                 sb3_difference, task_env_name)
+from analysis.figure3 import CLAIM_RULE, aggregate_table, claim_table
+from analysis.io import RunDataError, load_random, load_study
+from analysis.references import (REFERENCE_RULE, difference_ci, load_references, load_sb3_scores,
+                                 per_task_reference, sb3_difference, task_env_name)
 from analysis.scores import final_scores
-from analysis.table1 import TIE_MARGIN, clearly_below
+from analysis.stats import interval_side, same_runs
+from analysis.table1 import (BEST, NOT_DISTINGUISHABLE, TIE_MARGIN, clearly_below, load_published_table1,
+                             normalize_scores, paper_checks, paper_rows, rank_agreement, table1)
 from ppo.pipeline.progress import clock
 from ppo.pipeline.publish import CHECKS
 from ppo.pipeline.publish import STUDIES as PUBLISHED_STUDIES
 from ppo.pipeline.study import load_study as load_study_config
+from ppo.pipeline.study import shared_runs
 
 REFERENCE_DIR = Path(__file__).resolve().parents[2] / "reference"
 REFERENCES = REFERENCE_DIR / "mujoco_reference_scores.csv"
+SCALE = "paper"  # the published runs' scale
 # The Atari games and algorithms the project trains at the paper's budget (./repro atari-three).
 ATARI_THREE = {"games": ("BeamRider", "Breakout", "Pong"), "variants": ("atari_ppo", "atari_a2c"), "seeds": 3}
 
@@ -78,7 +86,7 @@ def study_section(provenance: Path, headline: Path, columns: list[str]) -> tuple
                f"{rows.get('cpu_count', '?')} cores here). Code: {code_version(rows)}.")
     table = headline_table(headline, columns)
     return (f"{rows.get('study', '?')} ({rows.get('scale', '?')})", summary,
-            readable_headings(table) + noise_note(table))
+            readable_headings(table) + noise_note(headline_table(headline, [])))  # the rule may read unshown columns
 
 
 # A report table's column names as a reader of the first page wants them.
@@ -98,30 +106,44 @@ def readable_headings(table: str) -> str:
 
 
 def noise_note(table: str) -> str:
-    """Which settings a reader may call different from the best one (analysis.table1.clearly_below: 95%
-    intervals apart and at least TIE_MARGIN lower) and which are within noise of it. Empty when the table
-    has no intervals (one seed, or no ours/ci_low/ci_high columns)."""
+    """Which settings a reader may call different from the best one and which not (analysis.table1.clearly_below):
+    with the table's ``vs_best`` column, by Welch's interval of the difference from the best
+    (analysis.table1.BEST_RULE); without it, the older rule of 95% intervals apart and at least TIE_MARGIN lower.
+    Empty when the table has no intervals (one seed, or no ours/ci_low/ci_high columns)."""
     cells = cells_of(table.splitlines())
     head, body = cells[0], cells[2:]
     if not {"ours", "ci_low", "ci_high"} <= set(head):
         return ""
     name = head.index("variant_label") if "variant_label" in head else 0
     try:
-        rows = pd.DataFrame([{"variant": r[name], **{c: float(r[head.index(c)]) for c in ("ours", "ci_low", "ci_high")}}
-                             for r in body])
+        rows = pd.DataFrame([{"variant": r[name], **{c: float(r[head.index(c)]) for c in ("ours", "ci_low", "ci_high")},
+                              **({"vs_best": r[head.index("vs_best")]} if "vs_best" in head else {})} for r in body])
     except ValueError:  # an empty interval: too few runs to say
         return ""
     best, within, below = clearly_below(rows)
+    if "vs_best" in rows:
+        return (f"\n\nBest: {best}. Not distinguishable from it (Welch's 95% interval of the difference from the best "
+                f"crosses 0, or the difference is under {TIE_MARGIN}; analysis.table1.BEST_RULE): "
+                f"{', '.join(within) or 'none'}." + (f" Below it: {', '.join(below)}." if below else
+                                                      " No setting is below it."))
     return (f"\n\nBest: {best}. Within noise of it (95% intervals overlap, or less than {TIE_MARGIN} apart): "
             f"{', '.join(within) or 'none'}."
             + (f" Clearly below it: {', '.join(below)}." if below else " No setting is clearly below it."))
 
 
+def versus_references(row) -> str:
+    """A per_task_reference row's verdict against the published PPO numbers (analysis.references.REFERENCE_RULE),
+    with how many of them ours is not distinguishable from."""
+    if not row.vs_refs:
+        return "no reference"
+    return f"{row.vs_refs} ({row.n_refs_consistent} of {row.n_refs_compared} not distinguishable)"
+
+
 def anchor_beside_references(published: Path, scores: pd.DataFrame, manifests: pd.DataFrame,
                              anchor: str) -> tuple[str, str] | None:
     """(note, markdown table): per task whose three seeds of the study's ``anchor`` are published, their mean
-    and interval beside Stable-Baselines3 PPO with the paper's settings (published/sb3_reference) and the
-    published PPO numbers at 1M steps, with whether ours lies outside their spread (analysis.references).
+    and t interval beside Stable-Baselines3 PPO with the paper's settings (published/sb3_reference) and the
+    published PPO numbers at 1M steps, with whether ours differs from them (analysis.references).
     None for a study that publishes no anchor runs of its own (Figure 3: its PPO runs are Table 1's)."""
     complete = scores[scores["variant"] == anchor].groupby("task")["score"].transform("size") >= 3
     ours = scores[(scores["variant"] == anchor) & complete]
@@ -135,16 +157,16 @@ def anchor_beside_references(published: Path, scores: pd.DataFrame, manifests: p
         theirs = sb3.loc[r.task] if r.task in sb3.index else None
         rows.append([r.task, f"{r.our_mean:,.1f}", f"{r.our_ci_low:,.1f} to {r.our_ci_high:,.1f}",
                      "" if theirs is None else f"{theirs.sb3_mean:,.1f} ({int(theirs.sb3_n_seeds)} of 3 seeds)",
-                     "" if not r.vs_refs else f"{r.refs_low:,.1f} to {r.refs_high:,.1f}", r.vs_refs or "no reference"])
-    head = ["task", f"ours, {version}", "95% interval over seeds", "SB3 PPO, v5, same settings",
-            "published PPO at 1M: spread", "ours vs the spread"]
-    table = "\n".join(["| " + " | ".join(head) + " |", "|---|" + "---:|" * 4 + "---|",
+                     "" if theirs is None else theirs.difference_text, r.refs_text, versus_references(r)])
+    head = ["task", f"ours, {version}", "95% t interval over seeds", "SB3 PPO, v5, same settings",
+            "ours − SB3 (Welch's 95% interval)", "published PPO at 1M (their means)", "ours vs those"]
+    table = "\n".join(["| " + " | ".join(head) + " |", "|---|" + "---:|" * 5 + "---|",
                        *("| " + " | ".join(row) + " |" for row in rows)])
-    note = (f"{ours['variant_label'].iloc[0]}, per task with all 3 seeds published: mean of the last 100 training episodes. "
-            "SB3: benchmarks/mujoco_sb3_reference.py, the paper's settings on the same v5 task and budget. The spread: "
-            "the lowest mean − std to the highest mean + std of the published PPO numbers at 1M steps that score "
-            "the end of training (CleanRL's last 100 episodes on v4 and v2, baselines ppo2's final reward on v2; "
-            "reference/mujoco_reference_scores.csv). A task outside it is a disagreement to explain.")
+    note = (f"{ours['variant_label'].iloc[0]}, per task with all 3 seeds published: mean of the last 100 training "
+            "episodes. SB3: benchmarks/mujoco_sb3_reference.py, the paper's settings on the same v5 task and budget. "
+            "The published PPO numbers: reference/mujoco_reference_scores.csv (CleanRL's last 100 episodes on v4 and "
+            "v2, baselines ppo2's final reward on v2). " + REFERENCE_RULE + " A task where ours differs from every "
+            "one is a disagreement to explain.")
     return note, table
 
 
@@ -159,15 +181,15 @@ def scored_runs(runs_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     return final_scores(episodes), manifests
 
 
-def checks_beside_table1(published: Path, n_resamples: int = 10_000, seed: int = 0) -> tuple[str, str] | None:
-    """(note, markdown table): every setting of the checks of Table 1 (ppo.pipeline.publish.CHECKS) on each task whose
-    three seeds are published, beside Table 1's anchor on the same task at v5: the check's score and
-    interval, check − anchor with an interval that resamples both sides' seeds, SB3 on the same task and
-    version, and whether the check lies outside the published references' spread. A check that closes a
-    disagreement shows it here. None while no check has a complete task."""
+def check_results(published: Path, n_resamples: int = 10_000, seed: int = 0) -> pd.DataFrame:
+    """Every setting of the checks of Table 1 (ppo.pipeline.publish.CHECKS) on each task whose three seeds are
+    published, beside Table 1's anchor on the same task at v5, one row each: the check's mean and interval
+    (``mean``, ``ci_low``, ``ci_high``), check − anchor (``diff``, ``diff_low``, ``diff_high``: the interval
+    resamples both sides' seeds), SB3 on the same task and version and check − SB3, and the check against the
+    published PPO numbers (analysis.references.per_task_reference). Empty while no check has a complete task."""
     table1_runs = published / "table1" / "paper" / "runs"
     if not table1_runs.is_dir():
-        return None
+        return pd.DataFrame()
     anchor = load_study_config("table1", "paper").anchor
     base = scored_runs(table1_runs)[0]
     base = base[base["variant"] == anchor]
@@ -187,98 +209,348 @@ def checks_beside_table1(published: Path, n_resamples: int = 10_000, seed: int =
             for r in spread.itertuples():
                 check = cells.loc[cells["task"] == r.task, "score"].to_numpy(float)
                 base_scores = anchor_by_env.get(r.env)
-                diff = "" if base_scores is None else DIFFERENCE.format(*difference_ci(check, base_scores, rng, n_resamples))
+                diff = (np.nan,) * 3 if base_scores is None else difference_ci(check, base_scores, rng, n_resamples)
                 theirs = sb3.loc[sb3["task"] == r.task, "score"].to_numpy(float)
-                rows.append((r.env, PUBLISHED_STUDIES.index(study), [
-                    r.task, f"{study}: {cells['variant_label'].iloc[0]}",
-                    f"{r.our_mean:,.1f} ({r.our_ci_low:,.1f} to {r.our_ci_high:,.1f})",
-                    "" if base_scores is None else f"{base_scores.mean():,.1f}", diff,
-                    "" if not theirs.size else f"{theirs.mean():,.1f}",
-                    "" if not theirs.size else DIFFERENCE.format(*difference_ci(check, theirs, rng, n_resamples)),
-                    "" if not r.vs_refs else f"{r.refs_low:,.1f} to {r.refs_high:,.1f}", r.vs_refs or "no reference"]))
+                sb3_diff = (np.nan,) * 3 if not theirs.size else difference_ci(check, theirs, rng, n_resamples)
+                rows.append({"env": r.env, "order": PUBLISHED_STUDIES.index(study), "study": study, "variant": variant,
+                             "identical": base_scores is not None and same_runs(check, base_scores),
+                             "setting": cells["variant_label"].iloc[0], "task": r.task, "mean": r.our_mean,
+                             "ci_low": r.our_ci_low, "ci_high": r.our_ci_high,
+                             "anchor_mean": np.nan if base_scores is None else base_scores.mean(),
+                             "diff": diff[0], "diff_low": diff[1], "diff_high": diff[2],
+                             "sb3_mean": theirs.mean() if theirs.size else np.nan, "sb3_diff": sb3_diff[0],
+                             "sb3_low": sb3_diff[1], "sb3_high": sb3_diff[2], "refs_text": r.refs_text,
+                             "n_refs_consistent": r.n_refs_consistent, "n_refs_compared": r.n_refs_compared,
+                             "vs_refs": r.vs_refs})
     if not rows:
+        return pd.DataFrame()
+    return pd.DataFrame(rows).sort_values(["env", "order"], kind="stable").reset_index(drop=True)
+
+
+def _difference(value: float, low: float, high: float) -> str:
+    """A difference and its interval (blank without one)."""
+    return "" if np.isnan(value) else DIFFERENCE.format(value, low, high)
+
+
+def checks_beside_table1(published: Path, n_resamples: int = 10_000, seed: int = 0,
+                         results: pd.DataFrame | None = None) -> tuple[str, str] | None:
+    """(note, markdown table) of check_results (``results``, when computed already): a check that closes a
+    disagreement shows it here. None while no check has a complete task."""
+    results = check_results(published, n_resamples, seed) if results is None else results
+    if results.empty:
         return None
+    anchor = load_study_config("table1", "paper").anchor
     head = ["task", "check: setting", "its score (95% interval)", f"Table 1's {anchor}, v5",
             f"check − Table 1's {anchor} (95% interval)", "SB3 PPO, same task", "check − SB3 (95% interval)",
-            "published PPO at 1M: spread", "check vs the spread"]
+            "published PPO at 1M (their means)", "check vs those"]
+    body = [[r.task, f"{r.study}: {r.setting}", f"{r.mean:,.1f} ({r.ci_low:,.1f} to {r.ci_high:,.1f})",
+             "" if np.isnan(r.anchor_mean) else f"{r.anchor_mean:,.1f}",
+             "identical" if r.identical else _difference(r.diff, r.diff_low, r.diff_high),
+             "" if np.isnan(r.sb3_mean) else f"{r.sb3_mean:,.1f}", _difference(r.sb3_diff, r.sb3_low, r.sb3_high),
+             r.refs_text, versus_references(r)]
+            for r in results.itertuples()]
     table = "\n".join(["| " + " | ".join(head) + " |", "|---|---|" + "---:|" * 6 + "---|",
-                       *("| " + " | ".join(cells) + " |" for _, _, cells in sorted(rows, key=lambda r: r[:2]))])
+                       *("| " + " | ".join(cells) + " |" for cells in body)])
     note = ("Each check of Table 1 (experiments/studies/<check>.yaml says which disagreement it tests), per task with "
             "all 3 seeds published: mean of the last 100 training episodes. The difference resamples the check's "
             f"seeds and Table 1's {anchor} seeds on the same task (v5) independently, and the check's and SB3's seeds; "
-            "an interval wholly above or below 0 is a change the check made. SB3 and the spread as in the tables above.")
+            "an interval wholly above or below 0 is a change the check made. SB3 and the published numbers as in the "
+            "table above.")
     return note, table
 
 
-def published_summary(published: Path) -> list[tuple[str, str, str]]:
-    """Per published study: (title, note, markdown table of mean final score by setting × task, complete
-    cells only); then the study's anchor beside the references (anchor_beside_references)."""
+def study_scores(published: Path, name: str) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """(final scores, manifests) of study ``name``'s published runs, with those it shares with an earlier study of
+    ppo.pipeline.publish.STUDIES (Figure 3's PPO runs are Table 1's ε = 0.2: ppo.pipeline.study.shared_runs) read
+    from that study's folder under this study's run ids, variant names and labels. None when none is published."""
+    configs = [load_study_config(n, SCALE) for n in PUBLISHED_STUDIES[:PUBLISHED_STUDIES.index(name) + 1]]
+    shared = shared_runs(configs)
+    parts = []
+    runs_dir = published / name / SCALE / "runs"
+    if runs_dir.is_dir() and any(runs_dir.rglob("manifest.json")):
+        parts.append(scored_runs(runs_dir))
+    borrowed: dict[str, dict] = {}  # owner study -> {its run id: this study's run}
+    for run in configs[-1].runs():
+        if (name, run.run_id) in shared:
+            owner, owner_run = shared[(name, run.run_id)]
+            borrowed.setdefault(owner.name, {})[owner_run.run_id] = run
+    for owner, runs in borrowed.items():
+        owner_dir = published / owner / SCALE / "runs"
+        if not owner_dir.is_dir():
+            continue
+        theirs = [frame[frame["run_id"].isin(runs)] for frame in scored_runs(owner_dir)]
+        parts.append(tuple(frame.assign(variant=frame["run_id"].map({k: r.variant.name for k, r in runs.items()}),
+                                        variant_label=frame["run_id"].map({k: r.variant.label for k, r in runs.items()}),
+                                        run_id=frame["run_id"].map({k: r.run_id for k, r in runs.items()}))
+                           for frame in theirs))
+    if not parts:
+        return None
+    return tuple(pd.concat([part[i] for part in parts], ignore_index=True) for i in (0, 1))
+
+
+def _complete(published: Path, name: str, random_scores: pd.Series | None):
+    """(study, scores, manifests) when every run of the published study is published and every task has a random
+    score; else (None, reason)."""
+    study = load_study_config(name, SCALE)
+    got = study_scores(published, name)
+    n = 0 if got is None else len(got[0])
+    if n < len(study.runs()):
+        return None, f"{n} of its {len(study.runs())} runs are published; its table waits for all of them."
+    missing = [t for t in study.tasks if random_scores is None or t not in random_scores.index]
+    if missing:
+        return None, f"no random-policy score for {', '.join(missing)} (results/random/<task>.parquet, --random)."
+    return (study, *got), ""
+
+
+def _interval(low: float, high: float, digits: int = 2) -> str:
+    return "" if np.isnan(low) else f"{low:,.{digits}f} to {high:,.{digits}f}"
+
+
+def paper_table1(published: Path, random_scores: pd.Series | None, n_resamples: int = 10_000,
+                 seed: int = 0) -> tuple[str, str, str]:
+    """(verdict line, note, markdown table): the published paper-scale Table 1 as the Table 1 report computes it
+    (analysis.table1: table1, rank_agreement, paper_checks), beside the paper's column
+    (reference/ppo2017_table1.csv) with both ranks, Spearman's ρ and its interval over seeds. The verdict: the
+    paper's three findings (VERDICT_RULES["table1"]), each with its evidence."""
+    got, reason = _complete(published, "table1", random_scores)
+    if got is None:
+        return "**Table 1**: no verdict yet: " + reason, reason, ""
+    study, scores, manifests = got
+    t1 = table1(scores, random_scores, paper_rows(manifests), load_published_table1(REFERENCE_DIR / "ppo2017_table1.csv"),
+                n_resamples, seed=seed)
+    agreement = rank_agreement(t1)
+    checks = paper_checks(scores, random_scores, t1.set_index("variant")["published"], anchor=study.anchor, seed=seed)
+    label = t1.set_index("variant")["variant_label"]
+    head = ["setting", "ours", "95% interval", "vs the best", "paper", "rank, ours", "rank, paper"]
+    body = [[r.variant_label, f"{r.ours:.2f}", _interval(r.ci_low, r.ci_high), r.vs_best,
+             "" if np.isnan(r.published) else f"{r.published:.2f}", f"{r.rank_ours:g}",
+             "" if np.isnan(r.rank_published) else f"{r.rank_published:g}"] for r in t1.itertuples()]
+    table = "\n".join(["| " + " | ".join(head) + " |", "|---|---:|---:|---|" + "---:|" * 3,
+                       *("| " + " | ".join(b) + " |" for b in body)])
+    low, high = checks["rho_ci"]
+    n_settings = agreement["n"]
+    anchor_side = checks["anchor_vs_best"]
+    found = {"ranks": low > 0, "no_clip": checks["no_clip_last"], "anchor": anchor_side == BEST}
+    best = checks["best_variant"]
+    gap = checks["anchor_minus_best"]
+    evidence = [
+        f"ranking beside the paper's: Spearman ρ = {checks['rho']:.2f} over {n_settings} settings, 95% interval over "
+        f"seeds {low:.2f} to {high:.2f} ({'above' if low > 0 else 'not above'} 0)",
+        ("no clipping or penalty last, as in the paper" if found["no_clip"] else
+         f"no clipping or penalty ranks {checks['no_clip_rank']} of {n_settings}, the paper's last"),
+        f"the paper's best, {label[study.anchor]}, " + (
+            f"is the best setting here ({checks['anchor_score']:.2f})" if anchor_side == BEST else
+            f"ranks {t1.set_index('variant').loc[study.anchor, 'rank_ours']:g} here ({checks['anchor_score']:.2f}), "
+            f"{anchor_side} {'from' if anchor_side == NOT_DISTINGUISHABLE else 'against'} the best, {label[best]} "
+            f"(difference {gap[0]:+.2f}, Welch's 95% interval {gap[1]:+.2f} to {gap[2]:+.2f})")]
+    held = sum(found.values()) + 0.5 * (anchor_side == NOT_DISTINGUISHABLE)  # not shown, not contradicted
+    verdict = f"**Table 1: {_verdict(held, len(found))}**: " + "; ".join(evidence) + "."
+    note = (f"The {len(scores)} published runs of Table 1 ({study.label}; gymnasium v5 tasks), normalised as the paper "
+            "does: per task our random policy 0 and our best setting 1, the mean over the 7 tasks and 3 seeds "
+            "(analysis.table1.table1: its 95% interval over seeds and tasks, and each setting against the best by "
+            "Welch's interval of the difference, analysis.table1.BEST_RULE). Paper: its Table 1 "
+            "(reference/ppo2017_table1.csv; its tasks were gym's v1). Spearman's ρ between the two columns "
+            f"{agreement['rho']:.2f} (p = {agreement['p']:.3f}); its interval resamples each (setting, task)'s seeds "
+            f"{checks['n_resamples']:,} times, re-picking every task's best setting. " + VERDICT_RULES["table1"])
+    return verdict, note, table
+
+
+def _verdict(held: float, of: int) -> str:
+    return "reproduced" if held == of else "not reproduced" if held == 0 else "partly reproduced"
+
+
+VERDICT_RULES = {
+    "table1": ("Verdict rule: the paper's three findings, the ranking (holds when ρ's interval lies above 0), no "
+               "clipping or penalty last, and ε = 0.2 best (holds when best here; neither holds nor fails when not "
+               "distinguishable from the best by the rule above; fails when below it): reproduced when all three "
+               "hold, not reproduced when none holds or is left open, partly otherwise."),
+    "figure3": ("Verdict rule (the paper's claim, Sec. 6.2: PPO \"outperforms the previous methods on almost all the "
+                "continuous control environments\"): reproduced when PPO has the best mean final score on every task "
+                "but at most one and lies below the best other algorithm on none; not reproduced when it lies below "
+                "the best other algorithm on two tasks or more; partly reproduced otherwise. Below: "
+                + CLAIM_RULE.split(". ", 1)[0] + ", wholly below 0 (analysis.figure3.CLAIM_RULE). vs PPO: each "
+                "algorithm − PPO in normalised score over the tasks, Welch's 95% interval stratified over tasks "
+                "(analysis.figure3.versus_anchor)."),
+}
+
+
+def paper_figure3(published: Path, random_scores: pd.Series | None, n_resamples: int = 10_000,
+                  seed: int = 0) -> tuple[str, str, str]:
+    """(verdict line, note, markdown table): Figure 3 at the paper's scale from the published runs, PPO's row
+    included (Table 1's ε = 0.2 runs): each algorithm's mean final score per task and its normalised mean over
+    the tasks (analysis.figure3.aggregate_table), and the paper's claim checked task by task
+    (analysis.figure3.claim_table)."""
+    got, reason = _complete(published, "figure3", random_scores)
+    if got is None:
+        return "**Figure 3**: no verdict yet: " + reason, reason, ""
+    study, scores, manifests = got
+    means = scores.pivot_table(index="variant", columns="task", values="score", aggfunc="mean")
+    aggregate = aggregate_table(normalize_scores(scores, random_scores), manifests, n_resamples, seed,
+                                study.anchor).set_index("variant")
+    claim = claim_table(scores, study.anchor, n_resamples, seed).set_index("task")
+    tasks = list(means.columns)
+    label = {v.name: v.label for v in study.variants}
+    head = ["algorithm", *tasks, "normalised, mean over tasks (95% interval)", "vs PPO, over tasks"]
+    body = [[v.label, *(f"{means.loc[v.name, t]:,.1f}" for t in tasks),
+             f"{aggregate.loc[v.name, 'mean']:.2f} ({_interval(aggregate.loc[v.name, 'mean_ci_low'], aggregate.loc[v.name, 'mean_ci_high'])})",
+             aggregate.loc[v.name, "vs_anchor"]] for v in study.variants]
+    body.append(["PPO against the best other algorithm", *(claim.loc[t, "verdict"] for t in tasks), "", ""])
+    table = "\n".join(["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(tasks) + 1) + "---|",
+                       *("| " + " | ".join(b) + " |" for b in body)])
+    best_on = list(claim.index[claim["best"] == study.anchor])
+    below = [f"{t} (PPO − {label.get(r.best_other, r.best_other)}: {r.ppo_minus_best_other:+,.1f}, "
+             f"{r.diff_ci_low:+,.1f} to {r.diff_ci_high:+,.1f})" for t, r in claim.iterrows()
+             if r["verdict"] == "below the best"]
+    order = list(aggregate.index)  # best normalised mean first
+    ppo, first = aggregate.loc[study.anchor], aggregate.iloc[0]
+    outcome = ("reproduced" if len(best_on) >= len(claim) - 1 and not below else "not reproduced" if len(below) > 1
+               else "partly reproduced")
+    verdict = (f"**Figure 3: {outcome}**: PPO ({label[study.anchor]}) has the best mean final score on {len(best_on)} "
+               f"of {len(claim)} tasks" + (f" ({', '.join(best_on)})" if best_on else "")
+               + (f"; it is below the best other algorithm on {len(below)}: {'; '.join(below)}" if below else
+                  "; it is below the best other algorithm on none")
+               + f"; over the tasks, normalised, it is {_ordinal(order.index(study.anchor) + 1)} of {len(order)}: "
+               f"{ppo['mean']:.2f} ({_interval(ppo['mean_ci_low'], ppo['mean_ci_high'])})"
+               + ("" if order[0] == study.anchor else
+                  f", {label.get(order[0], order[0])} first with {first['mean']:.2f} "
+                  f"({_interval(first['mean_ci_low'], first['mean_ci_high'])}), {first['vs_anchor']} from PPO") + ".")
+    note = (f"The {len(scores)} published runs of Figure 3 ({study.label}; PPO's are Table 1's ε = 0.2 runs): mean of "
+            "the last 100 training episodes over 3 seeds per task, and the mean over the tasks normalised as Table 1 "
+            "with the figure's algorithms as the settings (analysis.figure3.aggregate_table; 95% interval as the Figure "
+            "3 report computes it). The paper shows Figure 3 as curves only: its claim, not a number, is checked. "
+            + VERDICT_RULES["figure3"])
+    return verdict, note, table
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def check_findings(results: pd.DataFrame) -> list[str]:
+    """One line per check of Table 1 (ppo.pipeline.publish.CHECKS) in ``results`` (check_results): per setting and
+    task, whether it moved Table 1's ε = 0.2 (check − ε = 0.2 interval above or below 0, not distinguishable, or
+    the same runs), and the tasks where it differs from every published PPO number (analysis.references.REFERENCE_RULE)."""
+    lines = []
+    for study in (c for c in CHECKS if not results.empty and c in set(results["study"])):
+        rows = results[results["study"] == study]
+        parts = []
+        for setting, cells in rows.groupby("setting", sort=False):
+            said, open_tasks, identical = [], [], []
+            for r in cells.itertuples():
+                side = interval_side(r.diff_low, r.diff_high)
+                if r.identical:
+                    identical.append(r.task)
+                elif side in ("above 0", "below 0") or len(cells) == 1:
+                    said.append(f"{'not distinguishable' if side == 'crosses 0' else side.removesuffix(' 0')} on "
+                                f"{r.task} ({r.diff:+,.1f}, {r.diff_low:+,.1f} to {r.diff_high:+,.1f})")
+                else:
+                    open_tasks.append(r.task)
+            said += [f"not distinguishable on {len(open_tasks)} of {len(cells)} tasks"] * bool(open_tasks)
+            said += [f"the same runs on {', '.join(identical)}"] * bool(identical)
+            parts.append(f"{setting}: {', '.join(said)}")
+        outside = [f"{r.task} ({r.setting}: {r.vs_refs})" for r in rows.itertuples() if r.vs_refs not in ("within", "", None)]
+        lines.append(f"**{study}**, a check beside Table 1's ε = 0.2 on the same task: " + "; ".join(parts)
+                     + "; against the published PPO numbers: "
+                     + (f"differs from every one on {', '.join(outside)}" if outside else "within on every task") + ".")
+    return lines
+
+
+def published_summary(published: Path, n_resamples: int = 10_000, seed: int = 0, atari: tuple | None = None,
+                      checks: pd.DataFrame | None = None) -> list[tuple[str, str, str]]:
+    """The published runs' detail, after Table 1 and Figure 3: (title, note, markdown table) of Table 1's ε = 0.2
+    beside the references (anchor_beside_references), the checks of Table 1 (checks_beside_table1), the Atari runs
+    (atari_beside_paper) and Table 1's mean final return per setting and task (complete cells only)."""
     out = []
-    index_file = published / "INDEX.csv"
-    if not index_file.exists():
+    if not (published / "INDEX.csv").exists():
         return out
-    index = pd.read_csv(index_file)
-    for study in PUBLISHED_STUDIES:
-        runs_dir = published / study / "paper" / "runs"
-        done = index[index["study"] == study]
-        if done.empty or not runs_dir.is_dir():
-            continue
+    runs_dir = published / "table1" / SCALE / "runs"
+    raw = None
+    if runs_dir.is_dir():
         scores, manifests = scored_runs(runs_dir)
-        cells = scores.groupby(["variant_label", "task"])["score"].agg(["mean", "size"]).reset_index()
-        complete = cells[cells["size"] >= 3]
-        if complete.empty:
-            continue
-        table = complete.pivot(index="variant_label", columns="task", values="mean").round(1)
-        config = load_study_config(study, "paper")
-        order = [v.label for v in config.variants]  # the study's own row order
-        table = table.reindex([label for label in order if label in table.index]
-                              + [label for label in table.index if label not in order])
-        hours = manifests.drop_duplicates("group" if "group" in manifests else "run_id")["wall_seconds"].sum() / 3600
-        note = (f"{len(manifests)} runs published so far, 1M steps each, 3 seeds per cell; mean of the last 100 "
-                f"training episodes, averaged over seeds (cells with all 3 seeds only). Training: {hours:.1f} "
-                "core-hours. Records and provenance: published/INDEX.csv.")
-        out.append((f"{study} (paper scale)", note, markdown_table(table)))
+        config = load_study_config("table1", SCALE)
         beside = anchor_beside_references(published, scores, manifests, config.anchor)
         if beside is not None:
             anchor_label = scores.loc[scores["variant"] == config.anchor, "variant_label"].iloc[0]
-            out.append((f"{study}: {anchor_label} beside the references (paper scale)", *beside))
-    checks = checks_beside_table1(published)
-    if checks is not None:
-        out.append(("The checks of Table 1, beside it (paper scale)", *checks))
-    atari = atari_beside_paper(published)
-    if atari is not None:
-        out.append(("Atari: Table 6 at the paper's budget (published runs)", *atari))
-    return out
+            out.append((f"table1: {anchor_label} beside the references (paper scale)", *beside))
+        cells = scores.groupby(["variant_label", "task"])["score"].agg(["mean", "size"]).reset_index()
+        complete = cells[cells["size"] >= 3]
+        if not complete.empty:
+            table = complete.pivot(index="variant_label", columns="task", values="mean").round(1)
+            order = [v.label for v in config.variants]  # the study's own row order
+            table = table.reindex([label for label in order if label in table.index]
+                                  + [label for label in table.index if label not in order])
+            hours = manifests.drop_duplicates("group" if "group" in manifests else "run_id")["wall_seconds"].sum() / 3600
+            note = (f"{len(manifests)} runs published, 1M steps each, 3 seeds per cell; mean of the last 100 training "
+                    f"episodes, averaged over seeds (cells with all 3 seeds only): the returns behind the normalised "
+                    f"Table 1 above. Training: {hours:.1f} core-hours. Records and provenance: published/INDEX.csv.")
+            raw = ("table1 (paper scale): mean final return per setting and task", note, markdown_table(table))
+    checks_table = checks_beside_table1(published, n_resamples, seed, checks)
+    if checks_table is not None:
+        out.append(("The checks of Table 1, beside it (paper scale)", *checks_table))
+    atari_table = atari_beside_paper(published, atari)
+    if atari_table is not None:
+        out.append(("Atari: Table 6 at the paper's budget (published runs)", *atari_table))
+    return out + ([raw] if raw else [])
 
 
-def atari_beside_paper(published: Path) -> tuple[str, str] | None:
-    """(note, markdown table): the published Atari runs at the paper's budget, per game and algorithm: each
-    seed's Table 6 score, the mean with its 95% t interval, the paper's value and the verdict of
-    analysis.atari_tables.verdicts (CleanRL's ppo_atari.py beside PPO). None while none is published."""
-    runs_dir = published / "atari" / "paper" / "runs"
+def atari_results(published: Path) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """(verdicts, manifests) of the published Atari runs at the paper's budget, per game and algorithm
+    (analysis.atari_tables.verdicts); None while none is published."""
+    runs_dir = published / "atari" / SCALE / "runs"
     if not runs_dir.is_dir() or not any(runs_dir.rglob("manifest.json")):
         return None
     episodes, updates, manifests = load_study(runs_dir, update_columns=("update", "global_step"))
     manifests = attach_env_protocol(check_runs(manifests))
     scores = run_scores(episodes, manifests, updates)
     rows6 = table6(scores, load_table6(REFERENCE_DIR / "ppo2017_table6_atari.csv"))
-    lines = verdicts(rows6, scores, load_atari_references(REFERENCE_DIR / "atari_reference_scores.csv"))
+    return verdicts(rows6, scores, load_atari_references(REFERENCE_DIR / "atari_reference_scores.csv")), manifests
+
+
+ATARI_PLANNED = len(ATARI_THREE["games"]) * len(ATARI_THREE["variants"]) * ATARI_THREE["seeds"]
+
+
+def atari_beside_paper(published: Path, results: tuple | None = None) -> tuple[str, str] | None:
+    """(note, markdown table): the published Atari runs at the paper's budget, per game and algorithm: each
+    seed's Table 6 score, the mean with its 95% t interval, the paper's value and the verdict of
+    analysis.atari_tables.verdicts (CleanRL's ppo_atari.py beside PPO). None while none is published."""
+    got = results or atari_results(published)
+    if got is None:
+        return None
+    lines, manifests = got
     head = ["game", "algorithm", "seeds: last-100 score", "mean (95% t interval)", "paper", "verdict"]
     body = [[r.game, r.variant_label, r.per_seed,
              f"{r.our_mean:,.1f}" + ("" if np.isnan(r.our_ci_low) else f" ({r.our_ci_low:,.1f} to {r.our_ci_high:,.1f})"),
              f"{r.paper_mean:,.1f}", r.verdict] for r in lines.itertuples()]
     table = "\n".join(["| " + " | ".join(head) + " |", "|---|---|---|---:|---:|---|",
                        *("| " + " | ".join(cells) + " |" for cells in body)])
-    planned = len(ATARI_THREE["games"]) * len(ATARI_THREE["variants"]) * ATARI_THREE["seeds"]
     # wall_seconds covers every part of a run resumed from checkpoints (the driver's clock carries on)
     hours = pd.to_numeric(manifests["wall_seconds"], errors="coerce").sum() / 3600
-    note = (f"{len(manifests)} of the {planned} runs of ./repro atari-three published (PPO, then A2C, on "
+    note = (f"{len(manifests)} of the {ATARI_PLANNED} runs of ./repro atari-three published (PPO, then A2C, on "
             f"{', '.join(ATARI_THREE['games'])}; 10M agent steps = 40M frames, 3 seeds), {hours:.1f} core-hours of "
             "training. Score: mean raw game score of a run's last 100 training episodes (Table 6). The t interval "
             "keeps its coverage at 3 seeds, where a bootstrap interval is the seeds' range; the verdict's rule and "
             "CleanRL's numbers: results/atari/paper/report/atari_verdicts.md after ./repro atari-three, "
             "analysis/atari_tables.py.")
     return note, table
+
+
+def atari_finding(results: tuple | None) -> str | None:
+    """One line: the published Atari runs' verdicts (atari_results) counted per kind; None while none is published."""
+    if results is None:
+        return None
+    lines, manifests = results
+    kinds = lines["verdict"].str.split(":").str[0]
+    cells = lines["game"] + " " + lines["variant_label"]
+    reproduced, not_reproduced = cells[kinds.str.startswith("reproduced")], cells[kinds.str.startswith("not reproduced")]
+    pending = int((kinds == "no verdict").sum())
+    done = len(reproduced) + len(not_reproduced)
+    head = ("no verdict yet" if not done else "reproduced" if not len(not_reproduced) and not pending else
+            "not reproduced" if not len(reproduced) and not pending else "partly reproduced")
+    return (f"**Atari, Table 6: {head}**: {len(manifests)} of the {ATARI_PLANNED} runs of ./repro atari-three published; "
+            + ", ".join([f"reproduced on {', '.join(reproduced)}"] * bool(len(reproduced))
+                        + [f"not reproduced on {', '.join(not_reproduced)}"] * bool(len(not_reproduced))
+                        + [f"{pending} game × algorithm cell(s) without a verdict yet (fewer than 2 seeds)"] * bool(pending))
+            + " (the paper's value inside or below our 95% t interval: reproduced; above it: not).")
 
 
 def markdown_table(table: pd.DataFrame) -> str:
@@ -322,26 +594,37 @@ def main(argv=None) -> int:
     parser.add_argument("--study", nargs=3, action="append", default=[], metavar=("PROVENANCE", "HEADLINE", "COLUMNS"),
                         help="COLUMNS: comma-separated headline columns to show, or 'all'")
     parser.add_argument("--published", type=Path, default=Path("published"))
+    parser.add_argument("--random", type=Path, nargs="*", default=[],
+                        help="our random policy's scores on the published MuJoCo tasks (results/random/<task>.parquet)")
+    parser.add_argument("--n-resamples", type=int, default=10_000)
+    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out-md", type=Path, required=True)
     parser.add_argument("--out-rst", type=Path, required=True)
+    parser.add_argument("--out-summary", type=Path, help="the terminal's summary: the paper first, this run last")
     args = parser.parse_args(argv)
     try:
         studies = [study_section(Path(p), Path(h), [] if cols == "all" else cols.split(",")) for p, h, cols in args.study]
-        published = published_summary(args.published)
+        paper = paper_beside(args.published, load_random(args.random) if args.random else None, args.n_resamples,
+                             args.seed)
     except (OSError, RunDataError, ValueError, KeyError) as err:
         print(f"front_page: error: {' '.join(str(err).split())}", file=sys.stderr)
         return 1
+    verdicts_md, tables, more = paper
 
-    md = ["# What this run gives", ""]
+    ours = ["# What this run gives", ""]
     for title, summary, headline in studies:
-        md += [f"## {title}", "", summary, "", headline, ""]
-    md += ["# The paper at its own scale: the project's published runs", ""]
-    if not published:
-        md += ["No paper-scale runs are published yet.", ""]
-    for title, note, table in published:
-        md += [f"## {title}", "", note, "", table, ""]
+        ours += [f"## {title}", "", summary, "", headline, ""]
+    beside = ["# The paper beside it: the project's published paper-scale runs", ""]
+    beside += ([f"- {line}" for line in verdicts_md] or ["No paper-scale runs are published yet."]) + [""]
+    for title, note, table in tables:
+        beside += [f"## {title}", "", note, "", *([table, ""] if table else [])]
+    detail = [line for title, note, table in more for line in (f"## {title}", "", note, "", table, "")]
+    md = ours + beside + detail  # the page opens on this run's result
     args.out_md.parent.mkdir(parents=True, exist_ok=True)
     args.out_md.write_text("\n".join(md), encoding="utf-8")
+    if args.out_summary is not None:  # the terminal ends on it: the paper's side first, this run's result last
+        summary = beside + [f"(The detail behind these tables, and every check of them: {args.out_md} and the report.)", ""]
+        args.out_summary.write_text("\n".join(summary + ours), encoding="utf-8")
 
     # The report's landing page (Snakemake renders it as reStructuredText; the tables go in as raw HTML).
     rst = ["Reproduction of **Proximal Policy Optimization Algorithms** (Schulman et al. 2017, arXiv:1707.06347).",
@@ -352,6 +635,20 @@ def main(argv=None) -> int:
     rst.append("")
     args.out_rst.write_text("\n".join(rst), encoding="utf-8")
     return 0
+
+
+def paper_beside(published: Path, random_scores: pd.Series | None, n_resamples: int = 10_000, seed: int = 0):
+    """(verdict lines, [(title, note, table)] of Table 1 and Figure 3, [(title, note, table)] of the detail) of the
+    published paper-scale runs; all empty when none is published."""
+    if not (published / "INDEX.csv").exists():
+        return [], [], []
+    t1_verdict, t1_note, t1_table = paper_table1(published, random_scores, n_resamples, seed)
+    f3_verdict, f3_note, f3_table = paper_figure3(published, random_scores, n_resamples, seed)
+    atari, checks = atari_results(published), check_results(published, n_resamples, seed)
+    lines = [t1_verdict, f3_verdict, *check_findings(checks), atari_finding(atari)]
+    tables = [("Table 1 at the paper's scale, beside the paper", t1_note, t1_table),
+              ("Figure 3 at the paper's scale: PPO beside the baselines", f3_note, f3_table)]
+    return [line for line in lines if line], tables, published_summary(published, n_resamples, seed, atari, checks)
 
 
 if __name__ == "__main__":
