@@ -1,7 +1,10 @@
 """Train one RLHF run and write its records:
 
     python -m ppo.pipeline.rlhf_job --variant clip_0.2 --seed 0 --out results/rlhf/clip_0.2/seed0 \\
-        [--set reference_kl.beta=0.1 --set updates=40] [--models-cache results/rlhf/models]
+        [--set reference_kl.beta=0.1 --set updates=40] [--models-cache results/rlhf/models] [--pipeline-seeds]
+
+(``--pipeline-seeds``: the seed also seeds the grammar, the SFT model and the reward model, as a study with
+``pipeline_seeds: true`` does; ppo.rlhf.config.pipeline_seeded)
 
 or one run of a study (experiments/studies/rlhf.yaml, ppo/pipeline/rlhf_study.py), as the workflow does, refusing a run
 whose configuration no longer resolves to the planned digest:
@@ -29,7 +32,7 @@ import torch
 import yaml
 
 from ..config.errors import ConfigError
-from ..rlhf.config import RLHF_DIR, RLHFConfig, load_variant
+from ..rlhf.config import RLHF_DIR, RLHFConfig, load_variant, pipeline_seeded
 from ..rlhf.language import Language
 from ..rlhf.model import Transformer
 from ..rlhf.train import Models, build_models, models_key, train
@@ -80,9 +83,10 @@ def _resolve(args) -> tuple:
     if args.variant is not None:
         extra = parse_sets(args.set)
         variant = load_variant(args.variant, args.rlhf_dir, **extra)
-        return variant, variant.config, {"variant": variant.name, "variant_label": variant.label, "set": extra,
-                                         "run_id": f"{variant.preset}/{variant.name}/seed{args.seed}",
-                                         "task": variant.preset}
+        cfg = pipeline_seeded(variant.config, args.seed) if args.pipeline_seeds else variant.config
+        return variant, cfg, {"variant": variant.name, "variant_label": variant.label, "set": extra,
+                              "run_id": f"{variant.preset}/{variant.name}/seed{args.seed}",
+                              "task": variant.preset, "pipeline_seeds": args.pipeline_seeds}
 
     study = load_study(args.study, args.scale, args.seeds)
     if getattr(study, "kind", None) != "rlhf":
@@ -92,15 +96,15 @@ def _resolve(args) -> tuple:
         if args.build_models not in models:
             raise ConfigError(f"{study.path}: no setting of study {args.study} at scale {args.scale} starts from "
                               f"models {args.build_models!r}; its models: {sorted(models)}")
-        cell = models[args.build_models]
-        return None, cell.config, {}
+        return None, models[args.build_models].config, {}
     run = find_run(study, args.cell, args.seed)
     if args.digest is not None and args.digest != run.config_digest:
         raise ConfigError(f"{study.path}: run {run.run_id} now resolves to configuration {run.config_digest}, "
                           f"not the planned {args.digest}; re-plan (run snakemake again)")
     variant = load_variant(run.variant.variant, args.rlhf_dir)
-    return variant, run.variant.config, {
+    return variant, run.config, {
         "variant": run.variant.name, "variant_label": run.variant.label, "variant_file": run.variant.variant,
+        "pipeline_seeds": run.pipeline_seeds,
         "reference_beta": run.variant.reference_beta, "blocks": list(run.variant.blocks), "run_id": run.run_id,
         "task": run.task, "scale": study.scale, "study": study.name, "config_digest": run.config_digest,
         "scale_overrides": dict(study.overrides)}
@@ -116,6 +120,8 @@ def main(argv=None) -> int:
     p.add_argument("--digest", help="the configuration digest the workflow planned for the run")
     p.add_argument("--build-models", metavar="KEY", help="only build the starting models with this key (of --study)")
     p.add_argument("--seed", type=int)
+    p.add_argument("--pipeline-seeds", action="store_true",
+                   help="with --variant: the seed also seeds the grammar, the SFT model and the reward model")
     p.add_argument("--out", type=Path, help="folder for the run's records")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="override a setting last")
     p.add_argument("--models-cache", type=Path, help="folder where the SFT and reward models are kept and reused")
@@ -130,8 +136,8 @@ def main(argv=None) -> int:
         p.error("--build-models needs --models-cache (where the models are written)")
     if args.build_models is None and (args.seed is None or args.out is None):
         p.error("a run needs --seed and --out")
-    if args.study is not None and args.set:
-        p.error("--set applies to --variant runs; a study's settings come from its file")
+    if args.study is not None and (args.set or args.pipeline_seeds):
+        p.error("--set and --pipeline-seeds apply to --variant runs; a study's settings come from its file")
     torch.set_num_threads(args.threads)
     try:
         variant, cfg, fields = _resolve(args)

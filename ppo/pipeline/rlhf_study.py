@@ -8,6 +8,7 @@ field), loaded through ppo.pipeline.study.load_study like every study (``kind: r
     kind: rlhf
     description: ...
     report: rlhf
+    pipeline_seeds: true          # seed k also seeds the grammar, the SFT model and the reward model (a scale may override)
     blocks:                       # named parts of the grid; a run may belong to several (then it trains once)
       surrogates: {variants: [no_clip, "clip_*"], reference_betas: [0, 0.01, 0.1]}
       best_of_n: {variants: [best_of_n]}          # no reference_betas: the variant's own settings
@@ -20,6 +21,11 @@ variant's on its preset, then the scale's ``overrides``, then ``reference_kl: {b
 a cell and a seed, in ``results/rlhf/<scale>/runs/<preset>/<cell>/seed<k>/`` (ppo.training.layout, the preset standing
 for the task). The SFT policy and reward model a run starts from depend only on the settings that
 ppo.rlhf.train.models_key digests; the workflow builds each distinct one once (workflow/rules/rlhf.smk).
+
+With ``pipeline_seeds: true`` a run's seed k is added to the cell's ``language.seed``, ``sft.seed`` and
+``reward_model.seed`` (ppo.rlhf.config.pipeline_seeded): each seed is a new grammar with new hidden valences, a new
+SFT model and a new reward model, then RL, so the spread over seeds is that of the whole pipeline. Runs of one seed
+share their starting models (one models key per seed and reward-model setting); seed 0 is the run without it.
 """
 from __future__ import annotations
 
@@ -32,14 +38,14 @@ from pathlib import Path
 from ..config.errors import ConfigError, check_name, show
 from ..config.files import check_keys, check_mapping, check_positive_int
 from ..config.schema import settings_digest
-from ..rlhf.config import RLHF_DIR, RLHFConfig, load_variant, variant_names
+from ..rlhf.config import RLHF_DIR, RLHFConfig, load_variant, pipeline_seeded, variant_names
 from ..rlhf.train import models_key
 from ..training.layout import run_id
 from .reports import REPORTS
 
 KIND = "rlhf"
-STUDY_KEYS = {"kind", "description", "report", "blocks", "scales"}
-SCALE_KEYS = {"label", "seeds", "reduced", "overrides", "blocks"}
+STUDY_KEYS = {"kind", "description", "report", "pipeline_seeds", "blocks", "scales"}
+SCALE_KEYS = {"label", "seeds", "reduced", "pipeline_seeds", "overrides", "blocks"}
 BLOCK_KEYS = {"variants", "reference_betas", "description"}
 RUN_FILES = ("updates.parquet", "samples.parquet", "timing.parquet", "manifest.json")
 MAX_SEEDS = 1000
@@ -75,15 +81,25 @@ class RLHFRun:
     task: str  # the variant's preset: the language and models it starts from
     variant: Cell
     seed: int
+    pipeline_seeds: bool = False  # the seed also moves the grammar's, SFT's and reward model's seeds
 
     @property
     def run_id(self) -> str:
         return run_id(self.task, self.variant.name, self.seed)
 
     @property
+    def config(self) -> RLHFConfig:
+        """The run's resolved config: the cell's, with pipeline seeds applied when the study asks for them."""
+        return pipeline_seeded(self.variant.config, self.seed) if self.pipeline_seeds else self.variant.config
+
+    @property
+    def models_key(self) -> str:
+        return models_key(self.config)
+
+    @property
     def config_digest(self) -> str:
         """Changes whenever the resolved config changes, so Snakemake re-runs exactly those runs."""
-        return settings_digest(self.variant.config.to_dict())
+        return settings_digest(self.config.to_dict())
 
 
 @dataclass(frozen=True)
@@ -103,6 +119,7 @@ class RLHFStudy:
     run_files: tuple[str, ...] = RUN_FILES
     anchor: str = ""
     presets: tuple = ()
+    pipeline_seeds: bool = False  # seeds vary the grammar, SFT and reward model too (ppo.rlhf.config.pipeline_seeded)
 
     @property
     def tasks(self) -> tuple[str, ...]:
@@ -120,7 +137,7 @@ class RLHFStudy:
                     if c.config.algorithm != "best_of_n"), default=0)
 
     def runs(self) -> list[RLHFRun]:
-        return [RLHFRun(c.preset, c, s) for c in self.variants for s in range(self.seeds)]
+        return [RLHFRun(c.preset, c, s, self.pipeline_seeds) for c in self.variants for s in range(self.seeds)]
 
     def cell(self, name: str) -> Cell:
         for c in self.variants:
@@ -129,11 +146,12 @@ class RLHFStudy:
         raise ConfigError(f"{self.path}: study {self.name} at scale {self.scale} has no setting {name!r}; "
                           f"its settings: {[c.name for c in self.variants]}")
 
-    def models(self) -> dict[str, Cell]:
-        """Each distinct starting-models key, with the first cell that needs it."""
-        out: dict[str, Cell] = {}
-        for c in self.variants:
-            out.setdefault(c.models_key, c)
+    def models(self) -> dict[str, RLHFRun]:
+        """Each distinct starting-models key, with the first run that needs it (with pipeline seeds, one key per
+        seed and reward-model setting; without, per reward-model setting)."""
+        out: dict[str, RLHFRun] = {}
+        for run in self.runs():
+            out.setdefault(run.models_key, run)
         return out
 
 
@@ -190,6 +208,10 @@ def load_rlhf_study(name: str, scale: str, data: dict, path: Path, seeds: int | 
                           f"got {show(sc['label'])}")
     if not isinstance(sc.get("reduced", True), bool):
         raise ConfigError(f"{path}: field scales.{scale}.reduced must be true or false, got {show(sc['reduced'])}")
+    for where, holder in (("pipeline_seeds", data), (f"scales.{scale}.pipeline_seeds", sc)):
+        if not isinstance(holder.get("pipeline_seeds", False), bool):
+            raise ConfigError(f"{path}: field {where} must be true or false, got {show(holder['pipeline_seeds'])}")
+    pipeline_seeds = sc.get("pipeline_seeds", data.get("pipeline_seeds", False))
     if seeds is None:
         n_seeds = check_positive_int(sc["seeds"], f"scales.{scale}.seeds", path, MAX_SEEDS)
     else:
@@ -229,7 +251,8 @@ def load_rlhf_study(name: str, scale: str, data: dict, path: Path, seeds: int | 
     if report not in REPORTS:
         raise ConfigError(f"{path}: field report must be one of {list(REPORTS)}, got {show(report)}")
     shown = tuple((k, json.dumps(v, sort_keys=True)) for k, v in overrides.items())
-    return RLHFStudy(name, scale, sc["label"], sc.get("reduced", True), tuple(resolved), n_seeds, path, report, shown)
+    return RLHFStudy(name, scale, sc["label"], sc.get("reduced", True), tuple(resolved), n_seeds, path, report, shown,
+                     pipeline_seeds=pipeline_seeds)
 
 
 def find_run(study: RLHFStudy, cell: str, seed: int) -> RLHFRun:
@@ -238,6 +261,6 @@ def find_run(study: RLHFStudy, cell: str, seed: int) -> RLHFRun:
     if not 0 <= seed < study.seeds:
         raise ConfigError(f"{study.path}: seed {seed} is not one of the study's seeds 0..{study.seeds - 1} "
                           f"at scale {study.scale}")
-    return RLHFRun(c.preset, c, seed)
+    return RLHFRun(c.preset, c, seed, study.pipeline_seeds)
 
 

@@ -120,18 +120,30 @@ class RewardModelSettings:
             raise ValueError(f"normalise_samples must be >= 2 (a standard deviation), got {self.normalise_samples}")
 
 
+PLACEMENTS = ("reward", "loss")
+
+
 @dataclass(frozen=True)
 class ReferenceKL:
-    """The penalty −β·(log π − log π_ref) in the per-token reward, against over-optimisation; a different KL
-    from the trust-region KL(π_old‖π) of ``objective``. With a target, Ziegler et al.'s controller adapts β."""
+    """The KL(π‖π_ref) that holds the policy near the reference, against over-optimisation; a different KL
+    from the trust-region KL(π_old‖π) of ``objective``. With a target, Ziegler et al.'s controller adapts β.
+
+    ``placement``: where β·KL enters. "reward" (Ziegler et al. 2019, InstructGPT): −β·(log π − log π_ref) of
+    the sampled token in each token's reward, so it reaches the policy through the advantages. "loss"
+    (DeepSeekMath's GRPO, Shao et al. 2024, arXiv:2402.03300, eq. 3-4): the reward is the score alone and the
+    policy loss adds β times the k3 estimate π_ref/π − log(π_ref/π) − 1 of the current policy per valid token
+    (ppo.rlhf.losses.reference_kl_loss)."""
 
     beta: float = 0.0
     target: float | None = None  # KL(π‖π_ref) per response, in nats; None = β stays fixed
     horizon: int = 10000  # the controller's horizon, in responses
+    placement: str = "reward"  # "reward" | "loss"
 
     def __post_init__(self) -> None:
         _non_negative(self, "beta")
         _positive(self, "horizon")
+        if self.placement not in PLACEMENTS:
+            raise ValueError(f"placement must be one of {PLACEMENTS}, got {self.placement!r}")
         if self.target is not None and not self.target > 0:
             raise ValueError(f"target must be > 0 or null, got {self.target}")
         if self.target is not None and self.beta == 0:
@@ -162,6 +174,21 @@ class SampleSettings:
 
 
 @dataclass(frozen=True)
+class HeldOutSettings:
+    """Gold on a fixed held-out prompt set: ``prompts`` prompts drawn once per run from the run's seed (apart
+    from the training streams), answered by the policy every ``every`` updates and after the last, each time
+    with the same sampling seed (common random numbers: the change between two evaluations is the policy's).
+    ``every`` 0: never (the records then have no held-out columns)."""
+
+    every: int = 0
+    prompts: int = 256
+
+    def __post_init__(self) -> None:
+        _non_negative(self, "every")
+        _positive(self, "prompts")
+
+
+@dataclass(frozen=True)
 class RLHFConfig:
     """Everything that defines an RLHF run except its seed."""
 
@@ -185,6 +212,7 @@ class RLHFConfig:
     reference_kl: ReferenceKL = field(default_factory=ReferenceKL)
     best_of_n: BestOfNSettings = field(default_factory=BestOfNSettings)
     samples: SampleSettings = field(default_factory=SampleSettings)
+    held_out: HeldOutSettings = field(default_factory=HeldOutSettings)
     language: LanguageSettings = field(default_factory=LanguageSettings)
     policy_model: ModelSettings = field(default_factory=ModelSettings)
     sft: SFTSettings = field(default_factory=SFTSettings)
@@ -218,10 +246,23 @@ class RLHFConfig:
         return dataclasses.asdict(self)
 
 
+PIPELINE_SEEDS = ("language", "sft", "reward_model")  # the sections whose seed a pipeline seed also moves
+
+
+def pipeline_seeded(cfg: RLHFConfig, seed: int) -> RLHFConfig:
+    """``cfg`` with the run's seed added to the grammar's, the SFT model's and the reward model's seeds, so that
+    seed k varies the whole pipeline (a new grammar and valences, SFT model and reward model, then RL), not only
+    RL's sampling. Seed 0 leaves the config unchanged: its run is the one without pipeline seeds."""
+    sections = {name: getattr(cfg, name) for name in PIPELINE_SEEDS}
+    return dataclasses.replace(cfg, **{name: dataclasses.replace(section, seed=section.seed + seed)
+                                       for name, section in sections.items()})
+
+
 # Dataclass fields that are sections, and the record each is built into.
 SECTIONS = {"objective": Objective, "reference_kl": ReferenceKL, "best_of_n": BestOfNSettings,
-            "samples": SampleSettings, "language": LanguageSettings, "policy_model": ModelSettings,
-            "sft": SFTSettings, "reward_model": RewardModelSettings, "model": ModelSettings}
+            "samples": SampleSettings, "held_out": HeldOutSettings, "language": LanguageSettings,
+            "policy_model": ModelSettings, "sft": SFTSettings, "reward_model": RewardModelSettings,
+            "model": ModelSettings}
 
 
 def _type_ok(annotation: str, value) -> tuple[bool, str]:

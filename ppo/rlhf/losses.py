@@ -1,8 +1,9 @@
 """The RLHF pieces around the surrogate: per-token rewards, GAE over tokens, whitening, the clipped value
 loss, the Bradley-Terry loss, KL estimators, the reference-KL controller and the critic-free baselines.
 
-Two KLs are kept apart everywhere. The *reference* KL(π‖π_ref) is part of the reward (−β_ref per token) and
-fights over-optimisation of the proxy; its β is ``reference_kl.beta`` and Ziegler's controller adapts it.
+Two KLs are kept apart everywhere. The *reference* KL(π‖π_ref) is part of the reward (−β_ref per token; or,
+with ``reference_kl.placement: loss``, GRPO's k3 term in the policy loss) and fights over-optimisation of the
+proxy; its β is ``reference_kl.beta`` and Ziegler's controller adapts it.
 The *trust-region* KL(π_old‖π) is the PPO paper's, inside the surrogate (ppo/algorithms/objective.py); its β is
 ``objective.kl_beta`` and the paper's d_targ rule adapts it.
 
@@ -69,14 +70,17 @@ def grpo_advantages(returns: torch.Tensor, group_size: int, eps: float = 1e-4) -
 
 
 def rloo_advantages(returns: torch.Tensor, group_size: int) -> torch.Tensor:
-    """RLOO (Kool et al. 2019; Ahmadian et al. 2024): return minus the mean of the other k − 1 responses."""
+    """RLOO (Kool et al. 2019; Ahmadian et al. 2024, arXiv:2402.14740): return minus the mean of the other
+    k − 1 responses to the same prompt. As published it is used as it is; ``whiten_advantages`` (a setting of
+    the run, ppo.rlhf.train.advantages) would whiten it over the batch on top."""
     r = returns.view(-1, group_size)
     baseline = (r.sum(1, keepdim=True) - r) / (group_size - 1)
     return (r - baseline).view(-1)
 
 
 def remax_advantages(returns: torch.Tensor, greedy_returns: torch.Tensor) -> torch.Tensor:
-    """ReMax (Li et al. 2023): return minus that of the greedy response to the same prompt."""
+    """ReMax (Li et al. 2023, arXiv:2310.10505): return minus that of the greedy response to the same prompt.
+    As published it is used as it is; ``whiten_advantages`` would whiten it over the batch on top."""
     return returns - greedy_returns
 
 
@@ -115,6 +119,16 @@ def kl_exact(logits_p: torch.Tensor, logits_q: torch.Tensor) -> torch.Tensor:
     return (logp.exp() * (logp - logq)).sum(-1)
 
 
+def reference_kl_loss(logp: torch.Tensor, ref_logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """GRPO's KL term (DeepSeekMath, Shao et al. 2024, eq. 4): the k3 estimate π_ref/π − log(π_ref/π) − 1 of
+    KL(π‖π_ref) at each sampled token, with π the policy being optimised (``logp`` carries its gradient),
+    averaged over the valid tokens as the surrogate is. The loss adds β times it; its gradient with respect to
+    log π is β·(1 − π_ref/π) per token, so it pulls log π towards log π_ref from either side and vanishes at
+    π = π_ref. DeepSeekMath averages over each response's tokens and then over responses; this averages over
+    every valid token of the minibatch, as the surrogate here does."""
+    return masked_mean(kl_k3(logp, ref_logp), mask)
+
+
 def entropy(logits: torch.Tensor) -> torch.Tensor:
     logp = torch.log_softmax(logits, -1)
     return -(logp.exp() * logp).sum(-1)
@@ -122,6 +136,8 @@ def entropy(logits: torch.Tensor) -> torch.Tensor:
 
 def ziegler_beta(beta: float, kl: float, target: float, n_steps: int, horizon: int) -> float:
     """Ziegler et al. 2019's adaptive reference-KL coefficient: β ← β·(1 + clip(KL/target − 1, ±0.2)·n/H),
-    with KL the mean KL(π‖π_ref) per response of the batch and n the responses in it."""
+    with KL the mean KL(π‖π_ref) per response of the batch and n the responses in it. One update moves β by a
+    factor within 1 ± 0.2·n/H, so U updates by at most (1 + 0.2·n/H)^U: the horizon H sets how fast β can
+    follow the KL (experiments/rlhf/variants/ref_adaptive.yaml works the numbers out for this study)."""
     error = min(max(kl / target - 1.0, -0.2), 0.2)
     return beta * (1.0 + error * n_steps / horizon)

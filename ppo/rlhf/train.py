@@ -8,7 +8,8 @@ advantages (GAE with a critic, or a baseline from other responses), (4) K epochs
 the surrogate family of Table 1 (ppo/algorithms/objective.py) with the trust-region KL(π_old‖π), plus the clipped value
 loss, (5) the full-batch trust-region KL and the paper's d_targ rule, and Ziegler's controller on the
 reference KL. Row u of the records describes the batch sampled from the policy after u updates (row 0 is
-the SFT policy; the last row, after the last update, has no optimisation statistics).
+the SFT policy; the last row, after the last update, has no optimisation statistics); with ``held_out.every``
+it also has the policy's answers to a fixed held-out prompt set (columns ``heldout_*``) every so many updates.
 """
 from __future__ import annotations
 
@@ -82,6 +83,13 @@ def seeds(seed: int) -> tuple[torch.Generator, torch.Generator]:
     return torch.Generator().manual_seed(int(a)), torch.Generator().manual_seed(int(b))
 
 
+def held_out_seeds(seed: int) -> tuple[int, int]:
+    """The held-out prompt set's seed and its sampling seed: a child of the run's seed sequence, so drawing them
+    leaves the training streams of ``seeds`` untouched."""
+    a, b = np.random.SeedSequence(seed).spawn(1)[0].generate_state(2)
+    return int(a), int(b)
+
+
 @torch.no_grad()
 def rollout(cfg: RLHFConfig, models: Models, policy: Transformer, queries: torch.Tensor,
             gen: torch.Generator | None, greedy: bool = False) -> Batch:
@@ -115,6 +123,20 @@ def batch_record(b: Batch, ref_beta: float) -> dict:
     }
 
 
+HELD_OUT_COLUMNS = ("gold_reward", "proxy_reward", "ref_kl", "entropy", "response_length", "eos_rate", "violations",
+                    "repeats", "grammatical_rate")
+
+
+@torch.no_grad()
+def held_out_record(cfg: RLHFConfig, models: Models, policy: Transformer, prompts: torch.Tensor,
+                    sampling_seed: int) -> dict:
+    """The policy's answers to the held-out prompts, sampled with the same seed every time, measured as a
+    batch is (``batch_record``): gold and proxy reward, exact KL(π‖π_ref), the hack diagnostics; ``heldout_*``."""
+    b = rollout(cfg, models, policy, prompts, torch.Generator().manual_seed(sampling_seed))
+    record = batch_record(b, math.nan)
+    return {f"heldout_{k}": record[k] for k in HELD_OUT_COLUMNS}
+
+
 def sample_rows(lang: Language, b: Batch, update: int, count: int) -> list[dict]:
     return [{"update": update, "index": i, "prompt": lang.decode(b.queries[i]), "response": lang.decode(b.responses[i]),
              "proxy_reward": b.proxy[i].item(), "gold_reward": b.gold["gold"][i].item(),
@@ -126,6 +148,8 @@ def advantages(cfg: RLHFConfig, b: Batch, ref_beta: float, values: torch.Tensor 
                greedy: Batch | None) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Per-token advantages [B, L] and, for PPO, the value targets. The baselines use the same per-token
     rewards summed over the response (γ = 1) as the return, and a baseline from other responses."""
+    if cfg.reference_kl.placement == "loss":  # the KL is a term of the policy loss (optimize), not of the reward
+        ref_beta = 0.0
     rewards = L.token_rewards(b.scores, b.old_logp, b.ref_logp, b.mask, ref_beta)
     if cfg.algorithm == "ppo":
         adv, returns = L.gae(rewards, values, b.mask, cfg.gamma, cfg.gae_lambda)
@@ -179,22 +203,26 @@ def start_learner(cfg: RLHFConfig, models: Models) -> Learner:
 
 def optimize(cfg: RLHFConfig, learner: Learner, b: Batch, adv: torch.Tensor, returns: torch.Tensor | None,
              old_values: torch.Tensor | None, order_gen: torch.Generator) -> torch.Tensor:
-    """K epochs of minibatch Adam steps on −L^{CLIP/KLPEN}(θ) + c1·L^VF over the valid tokens. Returns the
-    means over minibatches of: policy loss, surrogate, approx KL(old‖new), clip fraction, value loss, value
-    clip fraction."""
+    """K epochs of minibatch Adam steps on −L^{CLIP/KLPEN}(θ) (+ β_ref·k3 KL(π‖π_ref) with the reference KL in
+    the loss) and, on the value model with its own Adam, c1·L^VF, over the valid tokens. Returns the means over
+    minibatches of: policy loss, surrogate, approx KL(old‖new), clip fraction, value loss, value clip fraction
+    and, with the reference KL in the loss, its k3 term (before β)."""
     o, policy, value = cfg.objective, learner.policy, learner.value
+    kl_in_loss = cfg.reference_kl.placement == "loss"
     clip_eps = torch.tensor([[math.inf if o.clip_epsilon is None else o.clip_epsilon]])
     ent_coef = torch.tensor([[o.ent_coef]])
     # A term with coefficient 0 adds exactly 0 to the loss and to every gradient (β = 0 stays 0 under d_targ:
     # 0/2 = 0·2 = 0), so its exact KL or entropy over the vocabulary, and their backward, are skipped: a
     # zero [1, 1] stands in (objective_terms broadcasts it) and the records are bit-identical.
     zero_term = torch.zeros(1, 1)
-    stats = torch.zeros(7)  # the six statistics summed over minibatches, and their count
+    n_stats = 7 if kl_in_loss else 6
+    stats = torch.zeros(n_stats + 1)  # the statistics summed over minibatches, and their count
     for _ in range(cfg.epochs):
         for idx in torch.randperm(cfg.batch_size, generator=order_gen).split(cfg.minibatch_size):
             q, r, m = b.queries[idx], b.responses[idx], b.mask[idx]
             logits = response_logits(policy, q, r, cfg.temperature)
-            logratio = token_log_probs(logits, r) - b.old_logp[idx]
+            logp = token_log_probs(logits, r)
+            logratio = logp - b.old_logp[idx]
             ratio = logratio.exp()
             valid = lambda x: x[m][None]  # noqa: E731 - the valid tokens as one run of objective_terms: [1, N]
             # KL(π_old‖π) per token, exact; and the entropy bonus
@@ -202,8 +230,12 @@ def optimize(cfg: RLHFConfig, learner: Learner, b: Batch, adv: torch.Tensor, ret
             ent = valid(L.entropy(logits)) if o.ent_coef != 0 else zero_term
             policy_loss, surr = objective_terms(valid(ratio), valid(adv[idx]), tr_kl, ent, clip_eps,
                                                 learner.tr_beta.view(1, 1), ent_coef)
+            loss = policy_loss.sum()
+            if kl_in_loss:
+                ref_term = L.reference_kl_loss(logp, b.ref_logp[idx], m)
+                loss = loss + learner.ref_beta * ref_term
             learner.opt_policy.zero_grad()
-            policy_loss.sum().backward()
+            loss.backward()
             clip_grad(learner.opt_policy.param_groups[0]["params"], cfg.max_grad_norm)
             learner.opt_policy.step()
             value_loss = value_clipfrac = torch.tensor(math.nan)
@@ -218,8 +250,9 @@ def optimize(cfg: RLHFConfig, learner: Learner, b: Batch, adv: torch.Tensor, ret
             with torch.no_grad():
                 stats += torch.stack([policy_loss.sum(), surr.sum(), L.masked_mean(L.kl_k3(b.old_logp[idx], b.old_logp[idx] + logratio), m),
                                       L.masked_mean(((ratio - 1).abs() > clip_eps[0, 0]).float(), m),
-                                      value_loss.detach(), value_clipfrac, torch.tensor(1.0)])
-    return stats[:6] / stats[6]
+                                      value_loss.detach(), value_clipfrac,
+                                      *([ref_term.detach()] if kl_in_loss else []), torch.tensor(1.0)])
+    return stats[:n_stats] / stats[n_stats]
 
 
 @torch.no_grad()
@@ -241,11 +274,14 @@ def close_update(cfg: RLHFConfig, learner: Learner, b: Batch, ref_kl_k1: float, 
         var = L.masked_mean((returns - L.masked_mean(returns, b.mask)) ** 2, b.mask)
         explained = (1 - L.masked_mean((returns - old_values - L.masked_mean(returns - old_values, b.mask)) ** 2,
                                        b.mask) / var).item()
-    return {"tr_kl": batch_tr_kl.item(), "tr_beta": beta_used, "policy_loss": stats[0].item(),
-            "surrogate": stats[1].item(), "approx_kl": stats[2].item(),
-            "clipfrac": stats[3].item() if o.clip_epsilon is not None else math.nan,
-            "value_loss": stats[4].item(), "value_clipfrac": stats[5].item(),
-            "explained_variance": explained, "advantage_std": adv[b.mask].std().item()}
+    record = {"tr_kl": batch_tr_kl.item(), "tr_beta": beta_used, "policy_loss": stats[0].item(),
+              "surrogate": stats[1].item(), "approx_kl": stats[2].item(),
+              "clipfrac": stats[3].item() if o.clip_epsilon is not None else math.nan,
+              "value_loss": stats[4].item(), "value_clipfrac": stats[5].item(),
+              "explained_variance": explained, "advantage_std": adv[b.mask].std().item()}
+    if len(stats) > 6:  # the reference KL in the loss: its k3 term, averaged over minibatches
+        record["ref_kl_loss_k3"] = stats[6].item()
+    return record
 
 
 def train(cfg: RLHFConfig, seed: int, models: Models | None = None, log=None) -> RunResult:
@@ -259,7 +295,16 @@ def train(cfg: RLHFConfig, seed: int, models: Models | None = None, log=None) ->
     group = cfg.group_size if cfg.algorithm in ("grpo", "rloo") else 1
     rows, sample_table, timing = [], [], []
     diverged = None
+    held = cfg.held_out
+    if held.every:
+        prompt_seed, held_out_sampling = held_out_seeds(seed)
+        held_out_prompts = lang.sample_prompts(held.prompts, torch.Generator().manual_seed(prompt_seed))
     for update in range(cfg.updates + 1):
+        held_out, held_seconds = {}, {}
+        if held.every and (update % held.every == 0 or update == cfg.updates):
+            t = time.perf_counter()
+            held_out = held_out_record(cfg, models, learner.policy, held_out_prompts, held_out_sampling)
+            held_seconds = {"heldout_seconds": time.perf_counter() - t}
         t0 = time.perf_counter()
         # ---- (1)-(2) responses and what is known of them before the update
         queries = lang.sample_prompts(B // group, sample_gen).repeat_interleave(group, 0)
@@ -269,13 +314,13 @@ def train(cfg: RLHFConfig, seed: int, models: Models | None = None, log=None) ->
         if learner.value is not None:
             with torch.no_grad():
                 old_values = response_values(learner.value, queries, b.responses) * b.mask
-        row = {"update": update, "responses": update * B, **batch_record(b, learner.ref_beta)}
+        row = {"update": update, "responses": update * B, **batch_record(b, learner.ref_beta), **held_out}
         if update % cfg.samples.every == 0 or update == cfg.updates:
             sample_table += sample_rows(lang, b, update, cfg.samples.count)
         t1 = time.perf_counter()
         if update == cfg.updates:  # the trained policy, measured; nothing left to optimise
             rows.append(row)
-            timing.append({"update": update, "rollout_seconds": t1 - t0, "optimize_seconds": 0.0})
+            timing.append({"update": update, "rollout_seconds": t1 - t0, "optimize_seconds": 0.0, **held_seconds})
             break
         # ---- (3) per-token rewards and advantages
         adv, returns = advantages(cfg, b, learner.ref_beta, old_values, greedy)
@@ -284,7 +329,8 @@ def train(cfg: RLHFConfig, seed: int, models: Models | None = None, log=None) ->
         # ---- (5) the full-batch trust-region KL and the two β rules
         row.update(close_update(cfg, learner, b, row["ref_kl_k1"], adv, returns, old_values, stats))
         rows.append(row)
-        timing.append({"update": update, "rollout_seconds": t1 - t0, "optimize_seconds": time.perf_counter() - t1})
+        timing.append({"update": update, "rollout_seconds": t1 - t0, "optimize_seconds": time.perf_counter() - t1,
+                       **held_seconds})
         if not learner.finite():
             # a diverged run is recorded up to here, not a crash: nothing after it could be sampled
             diverged = (update, "non-finite policy or value parameters after the update")

@@ -1,6 +1,7 @@
 """The RLHF study's pieces by hand (ppo/rlhf): per-token rewards and masking after EOS, GAE over tokens
-against a reference loop, the GRPO/RLOO/ReMax advantages, the Bradley-Terry loss, the KL estimators against
-the exact KL, the reference-KL controller, the gold reward, the config files, and a short learning run."""
+against a reference loop, the GRPO/RLOO/ReMax advantages (whitened and as published), GRPO's KL term in the loss,
+the Bradley-Terry loss, the KL estimators against the exact KL, the reference-KL controller and its horizon, the
+gold reward, the config files and pipeline seeds, the held-out evaluation, and a short learning run."""
 import dataclasses
 import math
 import re
@@ -12,11 +13,12 @@ import yaml
 
 from ppo.config.errors import ConfigError
 from ppo.rlhf import losses as L
-from ppo.rlhf.config import (RLHF_DIR, LanguageSettings, ModelSettings, ReferenceKL, RewardModelSettings, RLHFConfig,
-                             SampleSettings, SFTSettings, load_variant, variant_names)
+from ppo.rlhf.config import (RLHF_DIR, HeldOutSettings, LanguageSettings, ModelSettings, ReferenceKL,
+                             RewardModelSettings, RLHFConfig, SampleSettings, SFTSettings, load_variant,
+                             pipeline_seeded, variant_names)
 from ppo.rlhf.language import EOS, Language, response_mask
 from ppo.rlhf.model import Transformer, generate, response_logits, token_log_probs
-from ppo.rlhf.train import build_models, train
+from ppo.rlhf.train import advantages, build_models, models_key, rollout, train
 
 W = 5  # a word token (EOS = 1, words from 2)
 
@@ -97,6 +99,21 @@ def test_clipped_value_loss_by_hand():
 
 
 # ---- critic-free baselines
+def test_reference_kl_loss_by_hand():
+    """GRPO's KL term (DeepSeekMath eq. 4): k3 = π_ref/π − log(π_ref/π) − 1 per valid token, averaged over them."""
+    logp = torch.tensor([[-1.0, -2.0, -0.5]], requires_grad=True)
+    ref_logp = torch.tensor([[-2.0, -2.0, -1.0]])
+    mask = torch.tensor([[True, True, False]])  # the third token is after EOS
+    term = L.reference_kl_loss(logp, ref_logp, mask)
+    # log(π_ref/π) = −1 and 0: k3 = (e^−1 + 1 − 1) and 0, mean over the two valid tokens
+    assert term.item() == pytest.approx(math.exp(-1) / 2)
+    term.backward()
+    # d k3 / d log π = 1 − π_ref/π: 1 − e^−1 and 0, halved by the mean; nothing through the padding
+    assert logp.grad[0].tolist() == pytest.approx([(1 - math.exp(-1)) / 2, 0.0, 0.0])
+    same = L.reference_kl_loss(ref_logp.clone().requires_grad_(True), ref_logp, mask)
+    assert same.item() == 0.0  # π = π_ref: no penalty
+
+
 def test_grpo_rloo_remax_advantages_by_hand():
     returns = torch.tensor([1.0, 2.0, 3.0, 5.0, 5.0, 5.0])  # two prompts, three responses each
     # group 1: mean 2, sample std 1; group 2: all equal, so no signal
@@ -144,6 +161,25 @@ def test_ziegler_controller_by_hand():
     assert L.ziegler_beta(0.1, 6.6, 6.0, 64, 10000) == pytest.approx(0.1 * (1 + 0.1 * 0.0064))
     assert L.ziegler_beta(0.1, 0.0, 6.0, 64, 10000) == pytest.approx(0.1 * (1 - 0.2 * 0.0064))  # clipped at −0.2
     assert L.ziegler_beta(0.1, 6.0, 6.0, 64, 10000) == 0.1
+
+
+def test_the_controller_horizon_lets_beta_adapt_within_the_run():
+    """The arithmetic of experiments/rlhf/variants/ref_adaptive*.yaml: 150 updates of 64 responses at full error."""
+    def after(horizon, kl, updates=150):
+        beta = 0.05
+        for _ in range(updates):
+            beta = L.ziegler_beta(beta, kl, 6.0, 64, horizon)
+        return beta / 0.05
+
+    adaptive, ziegler = load_variant("ref_adaptive").config, load_variant("ref_adaptive_h10000").config
+    assert (adaptive.reference_kl.horizon, ziegler.reference_kl.horizon) == (640, 10000)
+    assert adaptive.updates == ziegler.updates == 150 and adaptive.batch_size == 64
+    assert after(10000, 100.0) == pytest.approx(1.00128 ** 150) == pytest.approx(1.2115, abs=1e-4)  # "×1.21"
+    assert after(10000, 0.0) == pytest.approx(0.99872 ** 150) == pytest.approx(0.8252, abs=1e-4)
+    assert after(640, 100.0) == pytest.approx(1.02 ** 150) == pytest.approx(19.50, abs=0.01)
+    assert after(640, 0.0) == pytest.approx(0.98 ** 150) == pytest.approx(0.0483, abs=1e-4)
+    assert after(640, 100.0, 36) >= 2 > after(640, 100.0, 35)  # doubles within 36 updates
+    assert after(640, 0.0, 35) <= 0.5 < after(640, 0.0, 34)  # halves within 35
 
 
 # ---- the language and its gold reward
@@ -321,5 +357,97 @@ def test_run_entry_point_writes_records_and_reuses_the_models(tmp_path):
     assert manifest["config"]["reference_kl"]["beta"] == 0.1 and manifest["seed"] == 0
     assert "cached" in manifest["models"] and "cached" not in json.loads((tmp_path / "a" / "manifest.json").read_text())["models"]
     assert len(list((tmp_path / "models").glob("models-*.pt"))) == 1
-    assert set(pd.read_parquet(tmp_path / "a" / "samples.parquet")["update"]) == {0, 2}
+    assert set(pd.read_parquet(tmp_path / "a" / "samples.parquet")["update"]) == {0, 1, 2}  # the preset: every update
+    assert manifest["pipeline_seeds"] is False
+    updates = pd.read_parquet(tmp_path / "a" / "updates.parquet")
+    assert updates["heldout_gold_reward"].notna().tolist() == [True, False, True]  # every 5 updates and the last
+    # --pipeline-seeds: seed 1 seeds the grammar, SFT and reward model too (its own models file); seed 0 is unchanged
+    assert run.main(argv + ["--seed", "1", "--pipeline-seeds", "--out", str(tmp_path / "d")]) == 0
+    manifest = json.loads((tmp_path / "d" / "manifest.json").read_text())
+    assert manifest["pipeline_seeds"] is True and manifest["config"]["language"]["seed"] == 1
+    assert manifest["config"]["sft"]["seed"] == manifest["config"]["reward_model"]["seed"] == 1
+    assert len(list((tmp_path / "models").glob("models-*.pt"))) == 2
+    assert run.main(argv + ["--seed", "0", "--pipeline-seeds", "--out", str(tmp_path / "e")]) == 0
+    assert pd.read_parquet(tmp_path / "e" / "updates.parquet").equals(a)
     assert run.main(argv + ["--seed", "0", "--out", str(tmp_path / "c"), "--set", "reference_kl.bta=1"]) == 2
+
+
+# ---- the reference KL in the loss, the baselines as published, the held-out prompts, pipeline seeds
+def test_pipeline_seeds_move_every_seed_of_the_pipeline():
+    cfg = load_variant("clip_0.2").config
+    assert pipeline_seeded(cfg, 0) == cfg  # seed 0: the run without pipeline seeds
+    seeded = pipeline_seeded(cfg, 2)
+    assert (seeded.language.seed, seeded.sft.seed, seeded.reward_model.seed) == (2, 2, 2)
+    assert dataclasses.replace(seeded, language=cfg.language, sft=cfg.sft, reward_model=cfg.reward_model) == cfg
+    assert models_key(seeded) != models_key(cfg)
+    shifted = dataclasses.replace(cfg, language=dataclasses.replace(cfg.language, seed=10))
+    assert pipeline_seeded(shifted, 2).language.seed == 12  # added to the variant's own seed
+
+
+@pytest.fixture(scope="module")
+def tiny_batch(tiny_models):
+    """One batch of 64 responses (16 prompts × 4) of the SFT policy, with its π_ref log-probs and scores."""
+    queries = tiny_models.language.sample_prompts(16, torch.Generator().manual_seed(7)).repeat_interleave(4, 0)
+    return rollout(TINY, tiny_models, tiny_models.sft, queries, torch.Generator().manual_seed(8))
+
+
+def test_the_reference_kl_in_the_loss_leaves_the_reward_without_it(tiny_batch):
+    """GRPO's two forms: KL in the reward (returns = score − β Σ k1) or in the loss (returns = score alone)."""
+    b, beta = tiny_batch, 0.5
+    k1_sum = ((b.old_logp - b.ref_logp) * b.mask).sum(1)
+    grpo = dataclasses.replace(TINY, algorithm="grpo", whiten_advantages=False)
+    in_reward, _ = advantages(grpo, b, beta, None, None)
+    torch.testing.assert_close(in_reward, L.grpo_advantages(b.scores - beta * k1_sum, 4)[:, None] * b.mask)
+    in_loss = dataclasses.replace(grpo, reference_kl=ReferenceKL(beta=beta, placement="loss"))
+    adv, _ = advantages(in_loss, b, beta, None, None)
+    torch.testing.assert_close(adv, L.grpo_advantages(b.scores, 4)[:, None] * b.mask)
+
+
+def test_rloo_and_remax_as_published_are_not_whitened(tiny_batch, tiny_models):
+    b, beta = tiny_batch, 0.1
+    returns = b.scores - beta * ((b.old_logp - b.ref_logp) * b.mask).sum(1)
+    for variant in ("rloo_published", "rloo"):
+        cfg = dataclasses.replace(TINY, algorithm="rloo", group_size=4,
+                                  whiten_advantages=load_variant(variant).config.whiten_advantages)
+        adv, _ = advantages(cfg, b, beta, None, None)
+        expected = L.rloo_advantages(returns, 4)[:, None] * b.mask  # Ahmadian et al.: used as it is
+        torch.testing.assert_close(adv, expected if variant == "rloo_published" else L.whiten(expected, b.mask))
+    greedy = rollout(TINY, tiny_models, tiny_models.sft, b.queries, None, greedy=True)
+    greedy_returns = greedy.scores - beta * ((greedy.old_logp - greedy.ref_logp) * greedy.mask).sum(1)
+    for variant in ("remax_published", "remax"):
+        cfg = dataclasses.replace(TINY, algorithm="remax",
+                                  whiten_advantages=load_variant(variant).config.whiten_advantages)
+        adv, _ = advantages(cfg, b, beta, None, greedy)
+        expected = (returns - greedy_returns)[:, None] * b.mask  # Li et al.: used as it is
+        torch.testing.assert_close(adv, expected if variant == "remax_published" else L.whiten(expected, b.mask))
+
+
+def test_kl_in_the_loss_at_beta_0_is_the_run_without_it(tiny_models):
+    """β·k3 with β = 0 adds exact zeros to the loss and its gradient: the records are bit for bit those of the
+    reward form at β = 0, plus the k3 term's column; at β > 0 the two forms differ."""
+    base = dataclasses.replace(TINY, algorithm="grpo", whiten_advantages=False, updates=3,
+                               reference_kl=ReferenceKL(beta=0.0))
+    reward = train(base, seed=0, models=tiny_models).updates
+    loss = train(dataclasses.replace(base, reference_kl=ReferenceKL(beta=0.0, placement="loss")), seed=0,
+                 models=tiny_models).updates
+    assert reward.equals(loss.drop(columns="ref_kl_loss_k3"))
+    assert loss["ref_kl_loss_k3"].iloc[:-1].ge(0).all()  # k3 is never negative
+    beta = dataclasses.replace(base, reference_kl=ReferenceKL(beta=0.5, placement="loss"))
+    assert not train(beta, seed=0, models=tiny_models).updates["gold_reward"].equals(loss["gold_reward"])
+
+
+def test_held_out_prompts_are_measured_without_touching_training(tiny_models):
+    short = dataclasses.replace(TINY, updates=4)
+    plain = train(short, seed=0, models=tiny_models)
+    held = train(dataclasses.replace(short, held_out=HeldOutSettings(every=3, prompts=32)), seed=0, models=tiny_models)
+    columns = [c for c in held.updates if c.startswith("heldout_")]
+    assert {"heldout_gold_reward", "heldout_proxy_reward", "heldout_ref_kl", "heldout_violations"} <= set(columns)
+    assert held.updates.drop(columns=columns).equals(plain.updates)  # the training streams are untouched
+    assert held.samples.equals(plain.samples)
+    assert held.updates["heldout_gold_reward"].notna().tolist() == [True, False, False, True, True]  # 0, 3, last
+    assert held.updates["heldout_ref_kl"].iloc[0] == pytest.approx(0.0, abs=1e-5)  # the SFT policy is the reference
+    assert "heldout_seconds" in held.timing and "heldout_seconds" not in plain.timing
+    # the prompts and their sampling seed depend only on the run's seed: another run gets the same answers at update 0
+    again = train(dataclasses.replace(short, updates=1, held_out=HeldOutSettings(every=3, prompts=32)), seed=0,
+                  models=tiny_models).updates
+    assert again["heldout_gold_reward"].iloc[0] == held.updates["heldout_gold_reward"].iloc[0]

@@ -1,6 +1,6 @@
 # Training of the RLHF studies (kind: rlhf, ppo/pipeline/rlhf_study.py): one job per distinct pair of starting models
-# (the SFT policy and the reward model, ppo.rlhf.train.models_key), then one job per pending run, which loads
-# them. A model file is written to a temporary name and renamed, and only its own job writes it, so runs that
+# (the SFT policy and the reward model, ppo.rlhf.train.models_key of the run's config: with pipeline_seeds, one per
+# seed and reward-model setting), then one job per pending run, which loads them. A model file is written to a temporary name and renamed, and only its own job writes it, so runs that
 # share it never build it twice or read it half-written. Finished runs (ppo.pipeline.study.is_current) get no job, so
 # a rebuilt model file never re-trains them.
 
@@ -16,9 +16,7 @@ def rlhf_rule_name(*parts):
 for _study in [s for s in STUDIES if s.kind == "rlhf"]:
     _pending = [r for r in _study.runs() if not is_current(_study, r)]
     _seeds_option = ["--seeds", str(config["seeds"])] if config.get("seeds") else []
-    _models = _study.models()
-
-    for _key in sorted({r.variant.models_key for r in _pending}):
+    for _key in sorted({r.models_key for r in _pending}):
 
         rule:
             name:
@@ -30,14 +28,16 @@ for _study in [s for s in STUDIES if s.kind == "rlhf"]:
                 scale=_study.scale,
                 key=_key,
                 cache=f"{results_dir(_study)}/models",
+                seeds=_seeds_option,  # with pipeline seeds the models' keys depend on how many seeds there are
             log:
                 f"{log_dir(_study)}/models-{_key}.log",
             benchmark:
                 f"{benchmarks_dir(_study)}/models-{_key}.tsv"
             threads: config["torch_threads"]
-            priority: 1000000 + sum(r.variant.models_key == _key for r in _pending)  # its runs wait: most-needed first
+            priority: 1000000 + sum(r.models_key == _key for r in _pending)  # its runs wait: most-needed first
             shell:
-                "python -m ppo.pipeline.rlhf_job --study {params.study:q} --scale {params.scale:q} --build-models {params.key:q} "
+                "python -m ppo.pipeline.rlhf_job --study {params.study:q} --scale {params.scale:q} {params.seeds:q} "
+                "--build-models {params.key:q} "
                 "--models-cache {params.cache:q} --threads {threads:q} > {log:q} 2>&1"
 
     for _run in _pending:
@@ -47,7 +47,7 @@ for _study in [s for s in STUDIES if s.kind == "rlhf"]:
             name:
                 rlhf_rule_name("train", _study.name, _run.variant.name, f"seed{_run.seed}")
             input:
-                rlhf_models_file(_study, _run.variant.models_key),
+                rlhf_models_file(_study, _run.models_key),
             output:
                 run_outputs(_study, [_run]),
             params:
