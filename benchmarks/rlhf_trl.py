@@ -8,14 +8,28 @@ an unpinned torch would pull a CUDA build), then run:
     python3 -m venv .venv-trl && .venv-trl/bin/pip install -e '.[trl]'
     nice -n 10 .venv-trl/bin/python benchmarks/rlhf_trl.py [--quick] [--out results/benchmarks/rlhf_trl]
 
-``--quick``: one cell of 4 updates and one speed pair of 2, small SFT and reward-model budgets (about a
+``--quick``: one cell of 4 updates and one speed round of 2, small SFT and reward-model budgets (about a
 minute; checks that it works). Full mode: ``--clip 0.2 none --beta 0 0.1 --updates 150`` by default (clip ε ×
 fixed reference β, the slice TRL can express; ``none`` = no clipping, ``cliprange=1e9`` in TRL), ours then
-TRL in each cell; then ``--speed-pairs 3`` pairs of ``--speed-updates 20``-update runs (clip 0.2, β 0.03),
-who goes first alternating, for a speed ratio less exposed to drifting load on a shared machine
-(``--no-curves``: only these). Writes to ``--out``: ``curves.csv`` (per implementation, cell and update:
-proxy and gold reward, k1 KL to the reference, length, EOS rate, grammar violations, cumulative seconds),
-``summary.csv``, ``speed.csv``, ``summary.md`` (speed, ratios, curve summaries, checks) and ``manifest.json``.
+TRL in each cell, at ``--curve-size`` (default small); then, at each of ``--sizes`` (default small and large),
+``--speed-pairs 3`` rounds of ``--speed-updates 20``-update runs (clip 0.2, β 0.03): ours, TRL as it ships and
+TRL with its ``gc.collect()`` calls made no-ops, the order rotating, for speed ratios less exposed to drifting
+load on a shared machine (``--no-curves``: only these). Writes to ``--out``: ``curves.csv`` (per implementation,
+cell and update: proxy and gold reward, k1 KL to the reference, length, EOS rate, grammar violations, cumulative
+seconds), ``summary.csv``, ``speed.csv``, ``summary.md`` (speed, ratios, curve summaries, checks) and
+``manifest.json``.
+
+Sizes (``SIZES``): ``small`` is the study's model (d = 64, 2 layers, 2 heads, about 105K parameters), where an
+update is a few milliseconds of compute per minibatch and the ratio weighs per-update overhead (Python, HF
+``generate``'s machinery) as much as RL compute; ``large`` (d = 128, 4 layers, 4 heads, about 0.8M parameters,
+the size of the reward-model variant rm_d128) puts more of each update into the matrix products both sides share.
+
+``gc.collect()``: TRL 1.12's PPO loop calls it twice per update (``trl/experimental/ppo/ppo_trainer.py``: after the
+rollout, and after ``on_step_end``, so inside the next update's timed interval), on a CPU process holding torch,
+transformers and datasets: tens of milliseconds each. The speed rounds time TRL both ways: ``gc: kept`` (the real
+call, each one timed: ``trl_gc_ms_per_update``) and ``gc: skipped`` (the trainer module's ``gc`` replaced, for that
+run only, by one whose ``collect`` does nothing; calls elsewhere in TRL or its dependencies, and Python's automatic
+collection, are left as they are). Ours never calls it.
 
 Same task for both: one language, SFT policy and reward model are built once by ``ppo.rlhf.train.build_models``
 and our pre-LN transformers are copied weight for weight into ``GPT2LMHeadModel`` (policy, reference) and
@@ -62,11 +76,13 @@ for _key, _value in {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_N
     os.environ[_key] = _value
 
 import argparse  # noqa: E402
+import gc  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
+from contextlib import contextmanager  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import pandas as pd  # noqa: E402
@@ -199,9 +215,13 @@ def port_error(models: Models, policy, reward, n: int = 256, seed: int = 1) -> d
 
 
 # ---------------------------------------------------------------- the two implementations
-def cell_config(args, clip: float | None, beta: float, updates: int | None = None) -> RLHFConfig:
+SIZES = {"small": {"d_model": 64, "n_layer": 2, "n_head": 2},  # the study's preset
+         "large": {"d_model": 128, "n_layer": 4, "n_head": 4}}  # as rm_d128's reward model
+
+
+def cell_config(args, clip: float | None, beta: float, updates: int | None = None, size: str = "small") -> RLHFConfig:
     extra = {"updates": updates or args.updates, "objective": {"clip_epsilon": clip, "kl_beta": 0.0, "kl_target": None},
-             "reference_kl": {"beta": beta, "target": None}}
+             "reference_kl": {"beta": beta, "target": None}, "policy_model": dict(SIZES[size])}
     if args.quick:
         extra.update({"sft": {"steps": 100}, "reward_model": {"pairs": 512, "normalise_samples": 256}})
     return load_variant("clip_0.2", **extra).config
@@ -236,7 +256,49 @@ class RewardTap:
         self.batches.append((kwargs["input_ids"].detach().clone(), kwargs["attention_mask"].detach().clone()))
 
 
-def run_trl(cfg: RLHFConfig, seed: int, models: Models, workdir: Path) -> tuple[pd.DataFrame, dict]:
+def parameter_count(model: torch.nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+class GcCalls:
+    """Stands in for the ``gc`` module inside TRL's PPO trainer module (its only use there is ``gc.collect()``):
+    ``keep`` calls the real ``gc.collect`` and times each call, ``skip`` only counts the calls. ``calls`` holds
+    (start time, seconds) per call."""
+
+    def __init__(self, mode: str):
+        if mode not in ("keep", "skip"):
+            raise ValueError(f"gc mode must be 'keep' or 'skip', got {mode!r}")
+        self.mode, self.calls = mode, []
+
+    def collect(self, *args, **kwargs) -> int:
+        start = time.perf_counter()
+        found = gc.collect(*args, **kwargs) if self.mode == "keep" else 0
+        self.calls.append((start, time.perf_counter() - start))
+        return found
+
+    def __getattr__(self, name):  # anything else the module might read of gc: the real one
+        return getattr(gc, name)
+
+    def within(self, begin: float, end: float) -> tuple[int, float]:
+        """Calls that started in [begin, end] and their seconds: those inside the timed updates."""
+        inside = [seconds for start, seconds in self.calls if begin <= start <= end]
+        return len(inside), float(sum(inside))
+
+
+@contextmanager
+def trl_gc(module, mode: str):
+    """``module.gc`` replaced by a GcCalls for the duration (the module's own name for gc, nothing global)."""
+    shim, real = GcCalls(mode), module.gc
+    module.gc = shim
+    try:
+        yield shim
+    finally:
+        module.gc = real
+
+
+def run_trl(cfg: RLHFConfig, seed: int, models: Models, workdir: Path, gc_mode: str = "keep") -> tuple[pd.DataFrame, dict]:
+    import importlib
+
     import transformers
     from datasets import Dataset
     from transformers import PrinterCallback, TrainerCallback
@@ -285,12 +347,14 @@ def run_trl(cfg: RLHFConfig, seed: int, models: Models, workdir: Path) -> tuple[
     torch.set_num_threads(1)
     tap = RewardTap(trainer.reward_model.transformer)
     start = time.perf_counter()
-    trainer.train()
+    with trl_gc(importlib.import_module("trl.experimental.ppo.ppo_trainer"), gc_mode) as gc_calls:
+        trainer.train()
     wall = time.perf_counter() - start
     tap.handle.remove()
     if len(clock["step"]) != cfg.updates or len(tap.batches) != cfg.updates:
         raise RuntimeError(f"TRL ran {len(clock['step'])} updates and scored {len(tap.batches)} batches, "
                            f"expected {cfg.updates} (is local_rollout_forward_batch_size the batch size?)")
+    gc_count, gc_seconds = gc_calls.within(clock["begin"][0], clock["step"][-1])
     step_starts = torch.tensor([clock["begin"][0]] + clock["step"][:-1], dtype=torch.float64)
     step_seconds = (torch.tensor(clock["step"], dtype=torch.float64) - step_starts).numpy()
     rollout_seconds = float((torch.tensor(tap.times, dtype=torch.float64) - step_starts).sum())
@@ -320,7 +384,8 @@ def run_trl(cfg: RLHFConfig, seed: int, models: Models, workdir: Path) -> tuple[
     return curve, {"seconds": float(step_seconds.sum()), "wall_seconds": wall, "response_tokens": float(tokens),
                    "generated_positions": cfg.updates * B * L, "rollout_seconds": rollout_seconds,
                    "score_check_max_abs_diff": float((curve["trl_scores"] - curve["check_scores"]).abs().max()),
-                   "threads_after_init": torch.get_num_threads()}
+                   "threads_after_init": torch.get_num_threads(), "gc_mode": gc_mode, "gc_calls": gc_count,
+                   "gc_seconds": gc_seconds}
 
 
 # ---------------------------------------------------------------- summaries
@@ -356,21 +421,29 @@ def markdown(summary: pd.DataFrame, speed: pd.DataFrame, meta: dict) -> str:
              f"Measured {meta['date']} on {meta['host']['cpu']} ({meta['host']['cpu_count']} cores, shared with "
              f"other jobs; load average {meta['load_start']} at the start, {meta['load_end']} at the end), one "
              f"thread each, both sides in one process. Batch {meta['batch']}, {meta['epochs']} epochs × "
-             f"{meta['minibatches']} minibatches, response length {meta['length']}, d = {meta['d_model']}, "
-             f"{meta['n_layer']} layers, seed {meta['seed']}. Times are per update (rollout and optimisation; "
+             f"{meta['minibatches']} minibatches, response length {meta['length']}, seed {meta['seed']}; curves at "
+             f"size {meta['curve_size']} ({meta['sizes'][meta['curve_size']]}). Times are per update (rollout and optimisation; "
              f"setup excluded); response tokens count up to and including EOS (positions generated per update: "
              f"{meta['batch']} × {meta['length']}); rollout share: the part of an update spent sampling and "
              f"scoring (for TRL: until its reward model is called).", ""]
     if len(speed):
-        lines += [f"## Speed, paired runs ({meta['speed_updates']} updates each, clip 0.2, ref β 0.03, who goes "
-                  f"first alternating)", "",
-                  "| pair | first | ours upd/s | TRL upd/s | ours / TRL | ours resp. tok/s | TRL resp. tok/s |",
-                  "|---|---|---|---|---|---|---|"]
+        lines += [f"## Speed, rounds of three runs ({meta['speed_updates']} updates each, clip 0.2, ref β 0.03; "
+                  "ours, TRL with its gc.collect() calls, TRL with them skipped; the order rotating)", "",
+                  "| size | round | order | ours upd/s | TRL upd/s (gc kept) | TRL upd/s (gc skipped) | ours / TRL "
+                  "(gc kept) | ours / TRL (gc skipped) | TRL gc ms / update | TRL gc calls / update |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
         for r in speed.itertuples(index=False):
-            lines.append(f"| {r.pair} | {r.first} | {fmt(r.ours_updates_per_s)} | {fmt(r.trl_updates_per_s)} | "
-                         f"{fmt(r.ratio)}× | {r.ours_tokens_per_s:.0f} | {r.trl_tokens_per_s:.0f} |")
-        lines += ["", f"Ratio ours / TRL: median {fmt(float(speed['ratio'].median()))}×, range "
-                      f"{fmt(speed['ratio'].min())}–{fmt(speed['ratio'].max())}×.", ""]
+            lines.append(f"| {r.size} | {r.round} | {r.order} | {fmt(r.ours_updates_per_s)} | "
+                         f"{fmt(r.trl_updates_per_s)} | {fmt(r.trl_nogc_updates_per_s)} | {fmt(r.ratio)}× | "
+                         f"{fmt(r.ratio_nogc)}× | {fmt(r.trl_gc_ms_per_update, 1)} | {fmt(r.trl_gc_calls_per_update)} |")
+        lines.append("")
+        for size, part in speed.groupby("size", sort=False):
+            lines.append(f"- {size} ({meta['sizes'][size]}): ours / TRL median {fmt(float(part['ratio'].median()))}× "
+                         f"with TRL's gc.collect() (range {fmt(part['ratio'].min())}–{fmt(part['ratio'].max())}×), "
+                         f"{fmt(float(part['ratio_nogc'].median()))}× without (range "
+                         f"{fmt(part['ratio_nogc'].min())}–{fmt(part['ratio_nogc'].max())}×); TRL's gc.collect() "
+                         f"{fmt(float(part['trl_gc_ms_per_update'].median()), 1)} ms per update (median).")
+        lines.append("")
     if len(summary):
         lines += [f"## Speed of the curve runs ({meta['updates']} updates each; ours first in each cell, so load "
                   f"drift between the two runs of a cell enters the ratio)", "",
@@ -418,9 +491,12 @@ def main(argv=None) -> int:
     p.add_argument("--window", type=int, default=None, help="updates averaged for peak and final (default 5)")
     p.add_argument("--no-curves", action="store_true", help="only the paired speed runs")
     p.add_argument("--speed-pairs", type=int, default=None,
-                   help="pairs of short runs (ours, TRL; who goes first alternating) for the speed ratio "
-                        "(default 3, quick 1)")
+                   help="rounds of short runs per size (ours, TRL with gc.collect, TRL without; the order "
+                        "rotating) for the speed ratios (default 3, quick 1)")
     p.add_argument("--speed-updates", type=int, default=None, help="updates per speed run (default 20, quick 2)")
+    p.add_argument("--sizes", nargs="+", choices=list(SIZES), default=None,
+                   help="model sizes of the speed rounds (default small large, quick small)")
+    p.add_argument("--curve-size", choices=list(SIZES), default="small", help="model size of the curve runs")
     args = p.parse_args(argv)
     args.clip = args.clip or ([0.2] if args.quick else [0.2, None])
     args.beta = args.beta or ([0.03] if args.quick else [0.0, 0.1])
@@ -428,6 +504,7 @@ def main(argv=None) -> int:
     args.window = args.window or (2 if args.quick else 5)
     args.speed_pairs = (1 if args.quick else 3) if args.speed_pairs is None else args.speed_pairs
     args.speed_updates = args.speed_updates or (2 if args.quick else 20)
+    args.sizes = args.sizes or (["small"] if args.quick else ["small", "large"])
     if args.no_curves:
         args.clip, args.beta = [], []
     torch.set_num_threads(1)
@@ -443,22 +520,27 @@ def main(argv=None) -> int:
 
     from ppo.training import records
     load_start = os.getloadavg()
-    cfg0 = cell_config(args, 0.2, 0.03)  # the starting models depend on none of the cell's settings
-    t0 = time.perf_counter()
-    models = build_models(cfg0)
-    build_seconds = time.perf_counter() - t0
-    print(f"models built in {build_seconds:.1f} s: {json.dumps({k: round(v, 3) for k, v in models.info.items()})}",
-          flush=True)
-    port = port_error(models, port_policy(models.sft, models.language), port_scalar(models.reward, models.language))
-    print(f"port check: {port}", flush=True)
-    if port["policy_logprob_max_abs_diff"] > 1e-3 or port["reward_max_abs_diff"] > 1e-3 or port["pad_prob_max"] > 1e-9:
-        raise RuntimeError(f"the GPT-2 copies do not compute our models: {port}")
+    cfg0 = cell_config(args, 0.2, 0.03, size=args.curve_size)  # the starting models depend on none of the cell's settings
+    all_models, build_seconds, ports, parameters = {}, {}, {}, {}
+    for size in dict.fromkeys([args.curve_size, *args.sizes]) if not args.no_curves else args.sizes:
+        t0 = time.perf_counter()
+        models = all_models[size] = build_models(cell_config(args, 0.2, 0.03, size=size))
+        build_seconds[size] = time.perf_counter() - t0
+        parameters[size] = parameter_count(models.sft)
+        print(f"{size} models ({parameters[size]:,} policy parameters) built in {build_seconds[size]:.1f} s: "
+              f"{json.dumps({k: round(v, 3) for k, v in models.info.items()})}", flush=True)
+        port = ports[size] = port_error(models, port_policy(models.sft, models.language),
+                                        port_scalar(models.reward, models.language))
+        print(f"port check ({size}): {port}", flush=True)
+        if port["policy_logprob_max_abs_diff"] > 1e-3 or port["reward_max_abs_diff"] > 1e-3 or port["pad_prob_max"] > 1e-9:
+            raise RuntimeError(f"the GPT-2 copies do not compute our models ({size}): {port}")
+    models = all_models.get(args.curve_size)
 
     curves, summary, timings, speed = [], [], [], []
     with tempfile.TemporaryDirectory(prefix="rlhf_trl_") as workdir:
         for clip in args.clip:
             for beta in args.beta:
-                cfg = cell_config(args, clip, beta)
+                cfg = cell_config(args, clip, beta, size=args.curve_size)
                 for impl, runner in (("ours", run_ours), ("trl", run_trl)):
                     print(f"clip {clip} beta {beta}: {impl} ...", flush=True)
                     if impl == "ours":
@@ -476,29 +558,48 @@ def main(argv=None) -> int:
                           f"peak {s['gold_reward_peak']:+.2f} (update {s['gold_reward_peak_update']}) -> final "
                           f"{s['gold_reward_final']:+.2f}, proxy final {s['proxy_reward_final']:+.2f}", flush=True)
 
-        cfg = cell_config(args, 0.2, 0.03, args.speed_updates)
-        for pair in range(args.speed_pairs):
-            first = "ours" if pair % 2 == 0 else "trl"
-            rates = {}
-            for impl in (("ours", "trl") if first == "ours" else ("trl", "ours")):
-                _, timing = (run_ours(cfg, args.seed + 1 + pair, models) if impl == "ours" else
-                             run_trl(cfg, args.seed + 1 + pair, models, Path(workdir)))
-                rates[impl] = (cfg.updates / timing["seconds"], timing["response_tokens"] / timing["seconds"])
-            speed.append({"pair": pair, "first": first, "updates": cfg.updates, "ours_updates_per_s": rates["ours"][0],
-                          "trl_updates_per_s": rates["trl"][0], "ratio": rates["ours"][0] / rates["trl"][0],
-                          "ours_tokens_per_s": rates["ours"][1], "trl_tokens_per_s": rates["trl"][1]})
-            print(f"speed pair {pair}: ours {rates['ours'][0]:.2f}, TRL {rates['trl'][0]:.2f} updates/s, "
-                  f"ratio {speed[-1]['ratio']:.2f}", flush=True)
+        kinds = ("ours", "trl", "trl_nogc")
+        for size in args.sizes:
+            cfg = cell_config(args, 0.2, 0.03, args.speed_updates, size=size)
+            for round_ in range(args.speed_pairs):
+                order = kinds[round_ % 3:] + kinds[: round_ % 3]  # who goes first rotates
+                rates, gc_stats = {}, {}
+                for impl in order:
+                    seed = args.seed + 1 + round_
+                    _, timing = (run_ours(cfg, seed, all_models[size]) if impl == "ours" else
+                                 run_trl(cfg, seed, all_models[size], Path(workdir),
+                                         gc_mode="keep" if impl == "trl" else "skip"))
+                    rates[impl] = (cfg.updates / timing["seconds"], timing["response_tokens"] / timing["seconds"])
+                    gc_stats[impl] = timing
+                speed.append({"size": size, "parameters": parameters[size], "round": round_, "order": ", ".join(order),
+                              "updates": cfg.updates, "ours_updates_per_s": rates["ours"][0],
+                              "trl_updates_per_s": rates["trl"][0], "trl_nogc_updates_per_s": rates["trl_nogc"][0],
+                              "ratio": rates["ours"][0] / rates["trl"][0],
+                              "ratio_nogc": rates["ours"][0] / rates["trl_nogc"][0],
+                              "trl_gc_ms_per_update": 1000 * gc_stats["trl"]["gc_seconds"] / cfg.updates,
+                              "trl_gc_calls_per_update": gc_stats["trl"]["gc_calls"] / cfg.updates,
+                              "trl_nogc_calls_skipped": gc_stats["trl_nogc"]["gc_calls"],
+                              "ours_tokens_per_s": rates["ours"][1], "trl_tokens_per_s": rates["trl"][1],
+                              "trl_nogc_tokens_per_s": rates["trl_nogc"][1]})
+                r = speed[-1]
+                print(f"speed {size} round {round_} ({r['order']}): ours {r['ours_updates_per_s']:.2f}, TRL "
+                      f"{r['trl_updates_per_s']:.2f} (gc kept, {r['trl_gc_ms_per_update']:.1f} ms/update in gc) and "
+                      f"{r['trl_nogc_updates_per_s']:.2f} (gc skipped) updates/s; ratios {r['ratio']:.2f}, "
+                      f"{r['ratio_nogc']:.2f}", flush=True)
 
     summary, speed = pd.DataFrame(summary), pd.DataFrame(speed)
     host = records.host_info()
     meta = {"date": time.strftime("%Y-%m-%d"), "host": host, "load_start": " ".join(f"{x:.1f}" for x in load_start),
             "load_end": " ".join(f"{x:.1f}" for x in os.getloadavg()), "batch": cfg0.batch_size,
             "epochs": cfg0.epochs, "minibatches": cfg0.batch_size // cfg0.minibatch_size,
-            "length": cfg0.language.max_response_length, "d_model": cfg0.policy_model.d_model,
-            "n_layer": cfg0.policy_model.n_layer, "updates": args.updates, "speed_updates": args.speed_updates,
+            "length": cfg0.language.max_response_length, "curve_size": args.curve_size,
+            "sizes": {k: f"d = {v['d_model']}, {v['n_layer']} layers, {v['n_head']} heads"
+                         + (f", {parameters[k]:,} policy parameters" if k in parameters else "")
+                      for k, v in SIZES.items()},
+            "updates": args.updates, "speed_updates": args.speed_updates,
             "seed": args.seed, "window": args.window,
-            "port_error": {k: float(f"{v:.3g}") for k, v in port.items()}, "versions": versions,
+            "port_error": {size: {k: float(f"{v:.3g}") for k, v in port.items()} for size, port in ports.items()},
+            "versions": versions,
             "score_check": fmt(max([t.get("score_check_max_abs_diff", 0.0) for t in timings] + [0.0]), 6)}
     args.out.mkdir(parents=True, exist_ok=True)
     if curves:
@@ -508,7 +609,8 @@ def main(argv=None) -> int:
         speed.to_csv(args.out / "speed.csv", index=False)
     (args.out / "summary.md").write_text(markdown(summary, speed, meta))
     records.write_json({**meta, "argv": sys.argv[1:], "quick": args.quick, "build_seconds": build_seconds,
-                        "models": models.info, "timings": timings, "code": records.git_state(),
+                        "models": {size: m.info for size, m in all_models.items()}, "timings": timings,
+                        "code": records.git_state(),
                         "threads": torch.get_num_threads()}, args.out / "manifest.json")
     print((args.out / "summary.md").read_text())
     print(f"wrote {args.out}")

@@ -35,6 +35,44 @@ def test_no_clipping_is_spelled_none():
     assert rlhf_trl.parse_clip("none") is None and rlhf_trl.parse_clip("0.2") == 0.2
 
 
+def test_trl_gc_calls_are_timed_or_skipped_in_the_module_only(monkeypatch):
+    """The stand-in for TRL's trainer module's ``gc``: 'keep' calls the real gc.collect and times it, 'skip' calls
+    nothing; both count, the module gets its gc back, and gc itself is never touched."""
+    import gc
+    import types
+
+    real_calls = []
+    monkeypatch.setattr(gc, "collect", lambda *a: real_calls.append(a) or 7)
+    module = types.SimpleNamespace(gc=gc)
+    with rlhf_trl.trl_gc(module, "keep") as calls:
+        assert module.gc.collect() == 7 and module.gc.isenabled() == gc.isenabled()  # the rest is the real gc
+        module.gc.collect()
+    assert module.gc is gc and len(real_calls) == 2 and len(calls.calls) == 2
+    with rlhf_trl.trl_gc(module, "skip") as skipped:
+        assert module.gc.collect() == 0
+    assert len(real_calls) == 2 and len(skipped.calls) == 1 and module.gc is gc
+    start = skipped.calls[0][0]
+    assert skipped.within(start, start + 1) == (1, skipped.calls[0][1]) and skipped.within(start + 1, start + 2) == (0, 0.0)
+    with pytest.raises(ValueError):
+        rlhf_trl.GcCalls("maybe")
+
+
+def test_the_larger_model_size():
+    args = types_namespace(quick=True, updates=3)
+    small, large = (rlhf_trl.cell_config(args, 0.2, 0.03, size=s) for s in ("small", "large"))
+    assert small.policy_model == load_variant("clip_0.2").config.policy_model  # the study's model
+    assert (large.policy_model.d_model, large.policy_model.n_layer, large.policy_model.n_head) == (128, 4, 4)
+    assert large.reward_model.model is None  # the reward and value models follow the policy's size
+    from ppo.rlhf.model import Transformer
+    count = {s: rlhf_trl.parameter_count(Transformer(26, 20, c.policy_model)) for s, c in (("small", small), ("large", large))}
+    assert 100_000 < count["small"] < 110_000 and 780_000 < count["large"] < 820_000
+
+
+def types_namespace(**kw):
+    import argparse
+    return argparse.Namespace(**kw)
+
+
 @pytest.fixture(scope="module")
 def tiny():
     pytest.importorskip("trl", reason="TRL is optional: benchmarks/rlhf_trl.py sets up .venv-trl")
@@ -63,3 +101,4 @@ def test_two_trl_updates_on_our_task(tiny, tmp_path):
     # the captured batches are the ones TRL scored: its mean score equals ours on them
     assert (curve["trl_scores"] - curve["check_scores"]).abs().max() < 1e-4
     assert curve[["gold_reward", "proxy_reward", "ref_kl_k1"]].notna().all().all()
+    assert timing["gc_mode"] == "keep" and timing["gc_calls"] > 0  # the stand-in reached the trainer's gc.collect()
