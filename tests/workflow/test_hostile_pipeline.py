@@ -124,3 +124,14 @@ def test_more_runs_than_plan_in_seconds_are_refused_at_once(project):
     assert done.returncode != 0 and time.perf_counter() - start < 60
     assert ("22,000 runs asked for (studies classic, config seeds/tasks/variants): more than 3,000 runs take "
             "Snakemake minutes to hours to plan") in done.stdout + done.stderr
+
+
+def test_a_large_plan_says_so_before_snakemake_goes_quiet(project):
+    """Below the cap, a plan of over 1,000 runs prints a line first: planning is silent for seconds to a minute."""
+    done = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--config", "seeds=50"],
+                          cwd=project, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "planning 1,100 runs: Snakemake matches each run's files against its rules" in done.stderr
+    quiet = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1"], cwd=project,
+                           capture_output=True, text=True, timeout=300)
+    assert quiet.returncode == 0 and "planning" not in quiet.stderr.split("Building DAG")[0]
