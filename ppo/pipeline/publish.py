@@ -12,6 +12,11 @@ code revision, packages and machine that produced it; it is written here, never 
     python -m ppo.pipeline.publish --from ../ppo-grid --from /tmp/device-batch --commit   # add finished runs
     python -m ppo.pipeline.publish --status --from ../ppo-grid                            # progress, core-hours
     python -m ppo.pipeline.publish --sb3 results/sb3_reference --commit        # benchmarks/mujoco_sb3_reference.py runs
+
+With the runs, ``published/random/<task>.parquet`` keeps our random policy's episodes on every task of the
+published studies (Table 1's zero point, as rule random_policy measured them in the source: 100 episodes, seed 0)
+beside ``<task>.json`` (the command, the number of episodes, the file's SHA-256): the pipeline copies them instead
+of measuring them again (workflow/rules/train.smk, copy_random), a few seconds of a fresh clone's first page.
 """
 from __future__ import annotations
 
@@ -26,6 +31,7 @@ import pandas as pd
 
 from ..config.errors import ConfigError
 from ..config.files import PROJECT_ROOT
+from ..envs import family_of
 from ..training import records
 from ..training.layout import RUN_FILES, run_dir
 from .study import is_current, load_study, narrowed, shared_runs
@@ -149,6 +155,57 @@ def publish(sources: list[Path], published: Path = PUBLISHED, studies: list | No
     return added
 
 
+RANDOM_SEED = 0  # the seed rule random_policy gives every task (workflow/rules/train.smk)
+
+
+def publish_random(sources: list[Path], published: Path = PUBLISHED, studies: list | None = None) -> list[str]:
+    """Copy our random policy's episodes on each task of ``studies`` (``<source>/results/random/<task>.parquet``)
+    that ``published/random`` does not hold yet, with ``<task>.json``: the command that measured them, their number,
+    the file's SHA-256 (the pipeline copies a file only while its content is what that recorded), the source's
+    commit, and the processor and packages here (those that measured them when the source is a clone on this
+    machine, as the grid's is)."""
+    studies = studies or [load_study(name, SCALE) for name in STUDIES]
+    tasks = sorted({t for s in studies for t in s.tasks if family_of(t).name != "atari"})  # Atari: published scores
+    added = []
+    for task in tasks:
+        target = published / "random" / f"{task}.parquet"
+        found = [f for f in (source / "results" / "random" / f"{task}.parquet" for source in sources) if f.is_file()]
+        if target.exists() or not found:
+            continue
+        episodes = len(pd.read_parquet(found[0]))
+        records.atomic_write(target, lambda tmp: shutil.copyfile(found[0], tmp))
+        source_commit = subprocess.run(["git", "-C", str(found[0].parents[2]), "rev-parse", "HEAD"],
+                                       capture_output=True, text=True).stdout.strip() or None
+        packages = records.package_versions()
+        records.write_json({"task": task, "episodes": episodes, "seed": RANDOM_SEED, "sha256": records.sha256(target),
+                            "command": f"python -m ppo.pipeline.random_policy --task {task} --episodes {episodes} "
+                                       f"--seed {RANDOM_SEED}", "source_commit": source_commit,
+                            # where it was published, and so measured when the source is a clone on this machine
+                            "cpu": records.cpu_model(), **{k: packages.get(k) for k in ("gymnasium", "mujoco", "numpy")}},
+                           target.with_suffix(".json"))
+        added.append(f"random:{task}")
+    return added
+
+
+def published_random(task: str, episodes: int, published: Path = PUBLISHED) -> Path | None:
+    """``published/random/<task>.parquet`` when it holds what rule random_policy would measure (``episodes``
+    episodes, seed 0) and its content is what its manifest recorded; else None (measured again). A changed file
+    is said once, in one line naming it."""
+    path = published / "random" / f"{task}.parquet"
+    try:
+        meta = json.loads(path.with_suffix(".json").read_text())
+        if not path.is_file() or meta.get("episodes") != episodes or meta.get("seed") != RANDOM_SEED:
+            return None
+        found = records.sha256(path)
+    except (OSError, ValueError, AttributeError):  # none published, or an unreadable manifest: measured here
+        return None
+    if found != meta.get("sha256"):
+        print(f"warning: {path}: its content changed after it was published (SHA-256 {found[:12]}…, its manifest "
+              f"records {str(meta.get('sha256'))[:12]}…); measured again", file=sys.stderr)
+        return None
+    return path
+
+
 def publish_sb3(source: Path, published: Path = PUBLISHED) -> list[str]:
     """Copy finished Stable-Baselines3 reference runs (benchmarks/mujoco_sb3_reference.py) not yet published."""
     added = []
@@ -252,7 +309,8 @@ def main(argv=None) -> int:
                          variants=args.variants))
             return 0
         studies = [load_study(name, SCALE) for name in args.studies]
-        added = publish(args.sources, studies=studies) + [a for folder in args.sb3 for a in publish_sb3(folder)]
+        added = (publish(args.sources, studies=studies) + publish_random(args.sources, studies=studies)
+                 + [a for folder in args.sb3 for a in publish_sb3(folder)])
     except ConfigError as err:
         print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2

@@ -96,6 +96,39 @@ def test_one_process_copies_a_study_s_published_runs_and_refuses_a_changed_recor
     assert said.endswith("nothing was copied") and not (tmp_path / "again").exists()  # not even the good run
 
 
+def test_random_policy_scores_are_published_and_copied_only_as_recorded(tmp_path, capsys):
+    """published/random: our random policy's episodes on each task of the published studies, beside the command
+    and the SHA-256 that the pipeline checks before copying them instead of measuring them (rule copy_random)."""
+    from ppo.pipeline.publish import published_random, publish_random
+
+    study = load_study("table1", "smoke")  # InvertedPendulum-v5 and Hopper-v5
+    source = tmp_path / "grid"
+    for task in study.tasks:
+        (source / "results" / "random").mkdir(parents=True, exist_ok=True)
+        (source / "results" / "random" / f"{task}.parquet").write_bytes(
+            (PUBLISHED / "random" / f"{task}.parquet").read_bytes())
+    published = tmp_path / "published"
+    assert publish_random([source], published, [study]) == [f"random:{t}" for t in sorted(study.tasks)]
+    assert publish_random([source], published, [study]) == []  # nothing twice
+    meta = json.loads((published / "random" / "Hopper-v5.json").read_text())
+    assert meta["command"] == "python -m ppo.pipeline.random_policy --task Hopper-v5 --episodes 100 --seed 0"
+    assert published_random("Hopper-v5", 100, published) == published / "random" / "Hopper-v5.parquet"
+    assert published_random("Hopper-v5", 200, published) is None  # another number of episodes: measured here
+    assert published_random("Walker2d-v5", 100, published) is None  # none published
+    changed = published / "random" / "Hopper-v5.parquet"
+    changed.write_bytes(changed.read_bytes()[:-1] + bytes([changed.read_bytes()[-1] ^ 1]))
+    assert published_random("Hopper-v5", 100, published) is None
+    said = capsys.readouterr().err.strip()
+    assert len(said.splitlines()) == 1 and said.startswith(f"warning: {changed}: its content changed")
+
+
+def test_the_published_random_scores_cover_every_published_mujoco_task():
+    from ppo.pipeline.publish import STUDIES, published_random
+
+    tasks = {t for name in STUDIES for t in load_study(name, "paper").tasks}
+    assert {t for t in tasks if published_random(t, 100, PUBLISHED) is not None} == tasks
+
+
 def test_a_published_run_of_another_configuration_is_trained(tmp_path):
     study = load_study("table1", "smoke")
     run = next(r for r in study.runs() if r.task == TASK and r.variant.name == "clip_0.2")

@@ -32,6 +32,8 @@ def test_mujoco_paper_scale_plans_no_atari_run():
                  "Swimmer", "Walker2d"):
         assert re.search(rf"^(train_table1_{task}-|copy_table1_published\s)", done.stdout, re.MULTILINE), task
     assert not re.search(r"^copy_\S+-seed\d", done.stdout, re.MULTILINE)  # no job copies a single run
+    # our random policy's published scores are copied (published/random), not measured again
+    assert re.search(r"^copy_random\s+7$", done.stdout, re.MULTILINE) and "random_policy" not in done.stdout
     assert "atari" not in done.stdout
 
 

@@ -1,5 +1,6 @@
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from ppo.config.registry import algorithm_spec
 from ppo.envs import family_of
 from ppo.envs.family import task_name
 from ppo.pipeline import study as ppo_study
+from ppo.pipeline.publish import published_random
 from ppo.pipeline.study import load_study, plan_groups, shared_runs
 from ppo.training import layout
 from ppo.training.records import unwritable
