@@ -413,6 +413,17 @@ def _mean_curve(part: pd.DataFrame, x: str) -> pd.DataFrame:
         .reset_index().sort_values(x)
 
 
+def _save_panels(fig, handles: dict, title: str, path: Path, dpi: int) -> Path:
+    """A figure of panels with one legend entry per setting below them, titled and written to ``path``."""
+    if handles:
+        fig.legend(handles=list(handles.values()), loc="outside lower center", ncols=min(4, len(handles)),
+                   fontsize="small")
+    fig.suptitle(title, fontsize="medium")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi)
+    return path
+
+
 def plot_overoptimisation(records: pd.DataFrame, manifests: pd.DataFrame, fits: pd.DataFrame, path: Path,
                           title: str) -> Path:
     """Gold (top) and proxy (bottom) gained over the SFT policy against √KL(π‖π_ref), a column per reference β:
@@ -447,13 +458,7 @@ def plot_overoptimisation(records: pd.DataFrame, manifests: pd.DataFrame, fits: 
         axes[1, col].set_xlabel("d = √KL(π‖π_ref)  (nats^½)")
     axes[0, 0].set_ylabel("gold reward gained over SFT")
     axes[1, 0].set_ylabel("proxy reward gained over SFT")
-    if handles:
-        fig.legend(handles=list(handles.values()), loc="outside lower center", ncols=min(4, len(handles)),
-                   fontsize="small")
-    fig.suptitle(title, fontsize="medium")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    return path
+    return _save_panels(fig, handles, title, path, dpi=110)
 
 
 def plot_gold_curves(records: pd.DataFrame, manifests: pd.DataFrame, path: Path, title: str) -> Path:
@@ -478,13 +483,7 @@ def plot_gold_curves(records: pd.DataFrame, manifests: pd.DataFrame, path: Path,
         ax.set_title(_beta_title(beta), fontsize="medium")
         ax.set_xlabel("update")
     axes[0].set_ylabel("gold reward (batch mean)")
-    if handles:
-        fig.legend(handles=list(handles.values()), loc="outside lower center", ncols=min(4, len(handles)),
-                   fontsize="small")
-    fig.suptitle(title, fontsize="medium")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    return path
+    return _save_panels(fig, handles, title, path, dpi=110)
 
 
 # ---------------------------------------------------------------- the over-optimisation, shown
@@ -614,13 +613,7 @@ def plot_diagnostics(records: pd.DataFrame, manifests: pd.DataFrame, path: Path,
         axes[-1, col].set_xlabel("update")
     for row, name in enumerate(names):
         axes[row, 0].set_ylabel(DIAGNOSTICS[name], fontsize="small")
-    if handles:
-        fig.legend(handles=list(handles.values()), loc="outside lower center", ncols=min(4, len(handles)),
-                   fontsize="small")
-    fig.suptitle(title, fontsize="medium")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    return path
+    return _save_panels(fig, handles, title, path, dpi=100)
 
 
 def seeds_note(manifests: pd.DataFrame) -> str:
