@@ -82,8 +82,8 @@ def study_section(provenance: Path, headline: Path, columns: list[str]) -> tuple
     rows = dict(pd.read_csv(provenance, dtype=str, keep_default_na=False).itertuples(index=False))
     seconds = float(rows.get("runs_training_seconds", "0") or 0)
     summary = (f"{rows.get('scale_label', rows.get('scale', ''))}. Runs on {rows.get('tasks', '')}: "
-               f"{rows.get('runs_status', '?')}. Training jobs: {clock(seconds)} (h:mm:ss, summed over jobs; "
-               f"{rows.get('cpu_count', '?')} cores here). Code: {code_version(rows)}.")
+               f"{rows.get('runs_status', '?')}. Training jobs: {clock(seconds)} (m:ss, or h:mm:ss from an hour, "
+               f"summed over jobs; {rows.get('cpu_count', '?')} cores here). Code: {code_version(rows)}.")
     table = headline_table(headline, columns)
     return (f"{rows.get('study', '?')} ({rows.get('scale', '?')})", summary,
             readable_headings(table) + noise_note(headline_table(headline, [])))  # the rule may read unshown columns
