@@ -267,17 +267,26 @@ def _scale(data: dict, scale: str, seeds: int | None, path: Path) -> tuple[dict,
     return sc, total_steps, n_seeds
 
 
+# A study of more variants than the pipeline plans runs (workflow/rules/common.smk MAX_PLANNED_RUNS) is refused
+# before any variant file is read: 10,000 files were read and validated for minutes in silence first.
+MAX_VARIANTS = 3000
+
+
 def _variant_names(patterns: list[str], field: str, path: Path, experiments_dir: Path) -> list[str]:
     """The variant files the study's patterns match, in natural order (numbers in names compared as numbers:
     kl_fixed_0.3, _1, _3, _10, the paper's order, not _1, _10, _3); overlapping patterns are fine."""
     available = sorted((p.stem for p in (experiments_dir / "variants").glob("*.yaml")), key=_natural_key)
-    names: list[str] = []
+    matches: dict[str, None] = {}  # ordered and unique
     for pattern in patterns:
         matched = fnmatch.filter(available, pattern)
         if not matched:
             raise ConfigError(f"{path}: field {field}: entry {show(pattern)} matches no file in "
                               f"{experiments_dir / 'variants'}")
-        names += [m for m in matched if m not in names]
+        matches.update(dict.fromkeys(matched))
+    names = list(matches)
+    if len(names) > MAX_VARIANTS:
+        raise ConfigError(f"{path}: field {field}: its entries match {len(names):,} variant files, more than the "
+                          f"{MAX_VARIANTS:,} runs a plan can hold; name fewer (nothing was read or started)")
     folded = {}
     for variant_name in names:  # one folder on a case-insensitive file system: the runs would overwrite each other
         first = folded.setdefault(variant_name.casefold(), variant_name)

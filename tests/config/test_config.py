@@ -163,3 +163,19 @@ def test_a_surrogate_variant_without_a_label_is_named_after_its_objective(tmp_pa
     # Table 1's own files carry no label; their labels are the paper's names, as before.
     assert [v.label for v in load_study("table1", "paper").variants][:3] == [
         "No clipping or penalty", "Clipping, ε = 0.1", "Clipping, ε = 0.2"]
+
+
+def test_a_study_matching_more_variants_than_a_plan_holds_is_refused_before_reading_them(experiments):
+    """10,000 variant files were read and validated for minutes in silence (issue 30): refused from the names."""
+    import time
+
+    from ppo.pipeline.study import MAX_VARIANTS
+    for i in range(MAX_VARIANTS + 1):  # not valid variants: the refusal must come before any is read
+        (experiments / "variants" / f"zz_{i}.yaml").write_text("not: [a variant\n")
+    study = experiments / "studies" / "table1.yaml"
+    study.write_text(study.read_text().replace('variants: [no_clip,', 'variants: ["zz_*", no_clip,'))
+    start = time.perf_counter()
+    with pytest.raises(ConfigError, match=r"studies/table1\.yaml: field variants: its entries match 3,012 variant "
+                                          r"files, more than the 3,000 runs a plan can hold"):
+        load_study("table1", "smoke", experiments_dir=experiments)
+    assert time.perf_counter() - start < 10
