@@ -33,14 +33,18 @@ intervals run narrower than their stated 95%; they are kept for the statistics r
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from analysis.curves import new_figure, variant_colors
+from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator
+
+from analysis.curves import variant_order
 from analysis.stats import Interval, iqm, stratified_bootstrap, stratified_t_interval
+from analysis.style import (FONTS, draw_legend, legend_columns, legend_size, legible, new_figure,
+                            panel_figure, save, variant_styles, wrap_title)
 
 GAMMA = 1.0
 METRICS = ("iqm", "median", "mean", "optimality_gap")
@@ -129,10 +133,38 @@ def aggregate_metrics(
     return out.reset_index(drop=True)
 
 
-def default_taus(normalized: pd.DataFrame, n: int = 101) -> np.ndarray:
-    """``n`` thresholds from min(0, lowest score) to max(1, highest score)."""
+def tau_scale(normalized: pd.DataFrame) -> float:
+    """The distance below the best (1) within which the performance profile's τ axis is about linear (beyond it,
+    logarithmic in the distance): the median of ``1 − score`` over the runs that score below 1, kept within
+    [0.01, 0.5] (0.1 when no run is below 1). Scores that crowd just under 1 (easy tasks) get a wide axis there;
+    scores spread over 0 to 1 keep an axis close to linear."""
     values = normalized["normalized"].to_numpy(dtype=float)
-    return np.linspace(min(0.0, float(values.min())), max(GAMMA, float(values.max())), n)
+    below = GAMMA - values[values < GAMMA]
+    return float(np.clip(np.median(below), 0.01, 0.5)) if below.size else 0.1
+
+
+def tau_transform(scale: float):
+    """(forward, inverse) of the profile's τ axis: τ -> −sign(1 − τ) · log(1 + |1 − τ| / scale), increasing in τ,
+    about linear within ``scale`` of 1 and logarithmic in the distance from 1 beyond it."""
+    def forward(tau):
+        d = GAMMA - np.asarray(tau, dtype=float)
+        return -np.sign(d) * np.log1p(np.abs(d) / scale)
+
+    def inverse(y):
+        y = np.asarray(y, dtype=float)
+        return GAMMA + np.sign(y) * scale * np.expm1(np.abs(y))
+    return forward, inverse
+
+
+def default_taus(normalized: pd.DataFrame, n: int = 101, scale: float | None = None) -> np.ndarray:
+    """``n`` thresholds from min(0, lowest score) to max(1, highest score), evenly spaced on the profile's τ axis
+    (:func:`tau_transform` with ``scale``, by default :func:`tau_scale`), so it is as fine near 1 as the axis."""
+    values = normalized["normalized"].to_numpy(dtype=float)
+    low, high = min(0.0, float(values.min())), max(GAMMA, float(values.max()))
+    forward, inverse = tau_transform(tau_scale(normalized) if scale is None else scale)
+    taus = inverse(np.linspace(forward(low), forward(high), n))
+    taus[0], taus[-1] = low, high
+    return taus
 
 
 def performance_profile(
@@ -234,28 +266,133 @@ def improvement_vs_anchor(
     return out.reset_index(drop=True)
 
 
-def plot_performance_profile(profile: pd.DataFrame, path: str | Path) -> Path:
-    """One line per variant (fraction of runs > tau) with its band; saved with Agg."""
-    variants = sorted(profile["variant"].unique())
-    labels = profile.groupby("variant")["variant_label"].first()
-    colors = variant_colors(variants)
-    fig, (ax,) = new_figure((7.0, 4.8))
-    for variant in variants:
-        line = profile[profile["variant"] == variant]
-        # Under strict ">" the profile keeps its value from one threshold up to the next.
-        ax.plot(
-            line["tau"], line["fraction"], color=colors[variant], lw=1.4, label=labels[variant], drawstyle="steps-post"
-        )
-        ax.fill_between(
-            line["tau"], line["ci_low"], line["ci_high"], color=colors[variant], alpha=0.2, lw=0, step="post"
-        )
-    ax.axvline(GAMMA, color="0.4", lw=0.8, ls="--")
-    ax.set_xlabel("normalised score τ (random = 0, best setting = 1)")
-    ax.set_ylabel("fraction of runs with score > τ")
-    ax.set_ylim(-0.02, 1.02)
-    ax.legend(loc="lower left", fontsize="small", ncols=max(1, math.ceil(len(variants) / 6)))
-    fig.suptitle("Performance profile over all runs and tasks, 95% stratified bootstrap band")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    return path
+TAU_TICKS = (1.0, 0.0, 0.5, 0.9, 0.99, -1.0, 1.1, 0.75, 0.95, 0.25, 1.05, 1.5, -0.5, 0.98, 1.2, 2.0, -2.0, 0.999,
+             0.995, 1.01, 1.02, 3.0, -5.0)  # the τ axis' ticks, the first that fit first
+
+
+def tau_ticks(low: float, high: float, scale: float, n: int = 9) -> list[float]:
+    """Up to ``n`` ticks of :data:`TAU_TICKS` within [low, high], none closer than a tenth of the axis to another."""
+    forward, _ = tau_transform(scale)
+    span = float(forward(high) - forward(low))
+    chosen: list[float] = []
+    for tick in TAU_TICKS:
+        if low <= tick <= high and all(abs(float(forward(tick) - forward(c))) >= span / 10 for c in chosen):
+            chosen.append(tick)
+        if len(chosen) == n:
+            break
+    return sorted(chosen)
+
+
+@legible
+def draw_performance_profile(profile: pd.DataFrame, scale: float, anchor: str | None = None) -> Figure:
+    """Fraction of runs scoring above τ, a step line per variant with its band, coloured by family, on the τ axis
+    of :func:`tau_transform` with ``scale``. With settings of several families, a panel per family (small
+    multiples: every band readable), the ``anchor`` drawn in each; the legend below the panels."""
+    styles = variant_styles(profile["variant"].unique(), anchor)
+    variants = variant_order(profile["variant"].unique(), styles)
+    labels = profile.groupby("variant")["variant_label"].first().to_dict()
+    groups = list(dict.fromkeys(styles[v].family for v in variants))
+    columns = legend_columns(variants, labels, styles)
+    panels = panel_figure(len(groups), legend_size(columns), panel_height=4.0 if len(groups) == 1 else 2.9,
+                          ncols=2 if len(groups) > 1 else None, title_lines=2)
+    forward, inverse = tau_transform(scale)
+    low, high = float(profile["tau"].min()), float(profile["tau"].max())
+    for k, (ax, group) in enumerate(zip(panels.axes, groups)):
+        ax.set_xscale("function", functions=(forward, inverse))
+        shown = [v for v in variants if styles[v].family == group or v == anchor]
+        for variant in shown:
+            line = profile[profile["variant"] == variant]
+            # Under strict ">" the profile keeps its value from one threshold up to the next.
+            ax.plot(line["tau"], line["fraction"], drawstyle="steps-post", **styles[variant].line())
+            ax.fill_between(line["tau"], line["ci_low"], line["ci_high"], color=styles[variant].color, lw=0,
+                            step="post", alpha=0.2 if variant == anchor else 0.15)
+        ax.set_xlim(low, high)
+        ax.xaxis.set_major_locator(FixedLocator(tau_ticks(low, high, scale)))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.axvline(GAMMA, color="0.4", lw=0.8, ls="--")
+        ax.set_ylim(-0.02, 1.02)
+        if len(groups) > 1:
+            ax.set_title(group if anchor is None or styles[anchor].family == group
+                         else f"{group}, with {labels.get(anchor, anchor)}")
+        ax.set_xlabel("normalised score τ")
+        ax.set_ylabel("fraction of runs > τ" if k % (2 if len(groups) > 1 else 1) == 0 else "")
+    draw_legend(panels.legend_ax, columns, loc="center")
+    panels.fig.suptitle(wrap_title(
+        "Performance profile over all runs and tasks, 95% stratified bootstrap band\n"
+        f"τ: random = 0, best setting = 1; the axis is linear within {scale:.2g} of 1 and logarithmic in the distance "
+        "from 1 beyond", panels.fig.get_figwidth()))
+    return panels.fig
+
+
+def plot_performance_profile(profile: pd.DataFrame, path: str | Path, scale: float = 0.1,
+                             anchor: str | None = None) -> Path:
+    """:func:`draw_performance_profile` saved as PNG."""
+    return save(draw_performance_profile(profile, scale, anchor), path)
+
+
+INTERVAL_PANELS = (("iqm", "IQM"), ("median", "Median"), ("mean", "Mean"), ("optimality_gap", "Optimality gap"))
+
+
+def interval_method(n_resamples: int, mean_interval: str = "t", improvement: bool = True) -> str:
+    """The sentence a figure of :func:`draw_interval_estimates` states its intervals with."""
+    mean = ("mean: Student t interval stratified over tasks (Table 1's)" if mean_interval == "t"
+            else "mean: as the others")
+    others = "IQM, median, optimality gap" + (" and P(X > anchor)" if improvement else "")
+    return (f"95% intervals. {others}: percentile bootstrap over runs stratified by task ({n_resamples:,} "
+            f"resamples; narrower than 95% at 3 seeds); {mean}.")
+
+
+INTERVALS_TITLE = "Aggregate normalised score per setting (random = 0, best setting = 1)"
+
+
+@legible
+def draw_interval_estimates(aggregates: pd.DataFrame, improvement: pd.DataFrame | None = None,
+                            anchor: str | None = None, method: str = "", title: str = INTERVALS_TITLE) -> Figure:
+    """rliable's interval estimates: a row per variant (in ``aggregates``' order, best mean first), a panel per
+    metric of :data:`INTERVAL_PANELS` (``aggregate_metrics`` columns ``m``, ``m_ci_low``, ``m_ci_high``): the
+    interval as a bar in the variant's family colour, the point estimate as a black tick; with ``improvement``
+    (:func:`improvement_vs_anchor`) a last panel of P(variant > anchor). ``method`` (:func:`interval_method`) is
+    the figure's title line after ``title``. The anchor's label is bold."""
+    rows = aggregates.reset_index(drop=True)
+    styles = variant_styles(rows["variant"], anchor)
+    panels = list(INTERVAL_PANELS) + ([("p_improvement", "P(X > anchor)")] if improvement is not None else [])
+    height = 0.3 * len(rows) + 1.6
+    fig, axes = new_figure((11.0, height), 1, len(panels))
+    y = np.arange(len(rows))[::-1]
+    for ax, (metric, name) in zip(axes, panels):
+        if metric == "p_improvement":
+            p = improvement.set_index("variant")
+            values = [p.loc[v, ["p_improvement", "ci_low", "ci_high"]].to_numpy(dtype=float) if v in p.index
+                      else np.full(3, np.nan) for v in rows["variant"]]
+            ax.axvline(0.5, color="0.4", lw=0.8, ls="--")
+            ax.set_xlim(0, 1)
+        else:
+            values = rows[[metric, f"{metric}_ci_low", f"{metric}_ci_high"]].to_numpy(dtype=float)
+        for k, (variant, (point, low, high)) in enumerate(zip(rows["variant"], values)):
+            color = styles[variant].color
+            if np.isfinite(low) and np.isfinite(high):
+                ax.barh(y[k], high - low, left=low, height=0.6, color=color, alpha=0.85 if variant == anchor else 0.6,
+                        lw=0)
+            if np.isfinite(point):
+                ax.plot([point, point], [y[k] - 0.3, y[k] + 0.3], color="black", lw=1.6)
+            elif metric == "p_improvement" and variant == anchor:
+                ax.text(0.5, y[k], "anchor", ha="center", va="center", color="0.3", fontsize=FONTS["xtick.labelsize"])
+        ax.set_title(name)
+        ax.set_yticks(y)
+        ax.set_yticklabels(rows["variant_label"] if ax is axes[0] else [])
+        ax.set_ylim(-0.7, len(rows) - 0.3)
+        ax.grid(axis="y", visible=False)
+        ax.xaxis.set_major_locator(MaxNLocator(4))
+    for label, variant in zip(axes[0].get_yticklabels(), rows["variant"]):
+        if variant == anchor:
+            label.set_fontweight("bold")
+    axes[0].set_xlabel("normalised score")
+    fig.suptitle(wrap_title(title + (f"\n{method}" if method else ""), fig.get_figwidth()))
+    return fig
+
+
+def plot_interval_estimates(aggregates: pd.DataFrame, path: str | Path, improvement: pd.DataFrame | None = None,
+                            anchor: str | None = None, method: str = "", title: str = INTERVALS_TITLE) -> Path:
+    """:func:`draw_interval_estimates` saved as PNG."""
+    return save(draw_interval_estimates(aggregates, improvement, anchor, method, title), path)

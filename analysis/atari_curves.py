@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import math
-import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
+from matplotlib.ticker import EngFormatter, MaxNLocator
 
 from analysis.atari import task_game
-from analysis.curves import new_figure, resample_runs, variant_colors
+from analysis.curves import resample_runs
 from analysis.io import RunDataError
+from analysis.style import PAGE_WIDTH_IN, legible, new_figure, save, variant_colors, wrap_title
 
 
 def default_games(manifests: pd.DataFrame, limit: int = 6) -> list[str]:
@@ -60,6 +61,7 @@ def mean_curves(per_seed: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values(keys, kind="stable").reset_index(drop=True)
 
 
+@legible
 def plot_atari_curves(per_seed: pd.DataFrame, path: str | Path, title: str,
                       paper: pd.DataFrame | None = None) -> Path:
     """One panel per game; per variant a thin line per seed and a thick line for their mean, and dashed the
@@ -72,7 +74,7 @@ def plot_atari_curves(per_seed: pd.DataFrame, path: str | Path, title: str,
     colors = variant_colors(variants)
     ncols = min(3, max(1, len(games)))
     nrows = max(1, math.ceil(len(games) / ncols))
-    width = max(4.4 * ncols, 7.5)  # room for the budget line in the title
+    width = min(PAGE_WIDTH_IN, max(3.7 * ncols, 7.5))  # room for the budget line in the title
     fig, axes = new_figure((width, 3.3 * nrows + 1.2), nrows, ncols)
     for ax, game in zip(axes, games):
         for variant in variants:
@@ -92,6 +94,8 @@ def plot_atari_curves(per_seed: pd.DataFrame, path: str | Path, title: str,
         ax.set_xlim(0, max(1.0, float(curves.loc[curves["game"] == game, "frames"].max())))
         ax.set_title(game)
         ax.set_xlabel("emulator frames (agent steps × frame skip)")
+        ax.xaxis.set_major_formatter(EngFormatter(sep=""))
+        ax.xaxis.set_major_locator(MaxNLocator(4))
         ax.set_ylabel("raw game score per episode")
     for ax in axes[len(games):]:
         ax.set_visible(False)
@@ -99,11 +103,7 @@ def plot_atari_curves(per_seed: pd.DataFrame, path: str | Path, title: str,
     if paper is not None and len(handles):
         handles.append(Line2D([], [], color="grey", lw=1.0, ls="--", label="the paper's Table 6 score (40M frames)"))
     if handles:
-        fig.legend(handles=handles, loc="outside lower center", ncols=min(4, len(variants)), fontsize="small")
-    # A long budget line would run off a narrow figure: wrap every title line to its width.
-    chars = int(width * 10)  # about 10 title characters per inch
-    fig.suptitle("\n".join(textwrap.fill(line, chars) for line in title.splitlines()))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    return path
+        fig.legend(handles=handles, loc="outside lower center", ncols=min(2, len(handles)), frameon=False)
+    # A long budget line would run off a narrow figure: every title line wrapped to its width.
+    fig.suptitle(wrap_title(title, width))
+    return save(fig, path)

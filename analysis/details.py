@@ -25,12 +25,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from matplotlib.lines import Line2D
 
 from analysis import protocol
 from analysis.aggregate import probability_of_improvement
-from analysis.curves import AXES, new_figure, variant_colors
-from analysis.stats import Interval, range_columns, stratified_t_interval, stratified_welch
+from analysis.curves import plot_diagnostics, update_curves
+from analysis.stats import Interval, stratified_t_interval, stratified_welch
 from ppo.config.experiments import Claim
 from ppo.envs.family import task_name
 
@@ -351,49 +350,18 @@ def modern_table(normalized: pd.DataFrame, anchor: str, modern: str, n_resamples
 
 # ---- the mechanisms over training ------------------------------------------------------------------------------
 
-MECHANISM_PANELS = (("approx_kl", "approx KL per minibatch step", True), ("kl", "KL[π_old, π] after the update", True),
-                    ("clipfrac", "clip fraction (|r − 1| > own ε)", False))
+MECHANISM_PANELS = (("approx_kl", "approx KL per minibatch step", "log"),
+                    ("kl", "KL[π_old, π] after the update", "log"),
+                    ("clipfrac", "clip fraction (|r − 1| > own ε)", "linear"))
 
 
 def plot_mechanisms(updates: pd.DataFrame, variants: Sequence[str], path: str | Path, title: str,
                     n_resamples: int = 2_000, seed: int = 0) -> Path:
-    """A row per statistic of MECHANISM_PANELS, a column per task: each variant's per-update value over
-    environment steps, mean over seeds with the range of the seeds as band (finite values only; KL on a log
-    scale). ``n_resamples`` and ``seed`` are unused, kept for callers."""
+    """A row per task, a column per statistic of MECHANISM_PANELS: each of ``variants``' per-update values over
+    environment steps (each run's updates averaged in bins of steps, :func:`analysis.curves.update_curves`), mean over
+    seeds, the first of ``variants`` (the anchor) emphasised; KL on a log scale. ``n_resamples`` and ``seed`` are
+    unused, kept for callers."""
     chosen = updates[updates["variant"].isin(variants)]
-    tasks = sorted(chosen["task"].unique()) or ["(no runs)"]
-    labels = _labels(chosen) if len(chosen) else pd.Series(dtype=str)
-    colors = variant_colors(variants)
-    fig, axes = new_figure((3.4 * len(tasks) + 0.5, 2.7 * len(MECHANISM_PANELS) + 1.0), len(MECHANISM_PANELS),
-                           len(tasks))
-    axes = axes.reshape(len(MECHANISM_PANELS), len(tasks))
-    for row, (stat, name, log) in enumerate(MECHANISM_PANELS):
-        for col, task in enumerate(tasks):
-            ax = axes[row, col]
-            for variant in variants:
-                runs = chosen[(chosen["task"] == task) & (chosen["variant"] == variant)]
-                if runs.empty or stat not in runs:
-                    continue
-                values = runs[["run_id", "global_step", stat]].copy()
-                values[stat] = values[stat].where(np.isfinite(values[stat].to_numpy(dtype=float)))
-                matrix = values.pivot_table(index="run_id", columns="global_step", values=stat, dropna=False)
-                if matrix.isna().all().all():
-                    continue
-                mean, low, high = range_columns(matrix.to_numpy(dtype=float))
-                steps = matrix.columns.to_numpy(dtype=float)
-                ax.plot(steps, mean, color=colors[variant], lw=1.3, marker="." if len(steps) < 10 else None)
-                ax.fill_between(steps, low, high, color=colors[variant], alpha=0.2, lw=0)
-            if log and any(line.get_ydata().size and np.nanmax(line.get_ydata()) > 0 for line in ax.get_lines()):
-                ax.set_yscale("log")
-            ax.set_title(task if row == 0 else "", fontsize="medium")
-            ax.set_ylabel(name if col == 0 else "")
-            ax.set_xlabel(AXES["global_step"] if row == len(MECHANISM_PANELS) - 1 else "")
-    handles = [Line2D([], [], color=colors[v], lw=2, label=labels[v]) for v in variants if v in labels.index]
-    if handles:
-        fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), max(2, len(tasks))),
-                   fontsize="small")
-    fig.suptitle(title, fontsize="medium")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    return path
+    curves = update_curves(chosen, [stat for stat, _, _ in MECHANISM_PANELS])
+    return plot_diagnostics(curves, path, variants[0] if len(variants) else None, title, panels=MECHANISM_PANELS,
+                            note="")

@@ -13,7 +13,7 @@ algorithm. Everything here reuses the Table 1 machinery:
   aggregated per variant with :func:`analysis.aggregate.aggregate_metrics` (mean with Table 1's t
   interval stratified over tasks; IQM, median, optimality gap with stratified bootstrap intervals) and
   set against PPO by Welch's interval of the difference (:func:`aggregate_table`);
-- **learning curves**: :func:`analysis.curves.learning_curves` and its plot (:func:`plot_figure3`);
+- **learning curves**: every seed and their mean (:func:`plot_figure3`, :func:`analysis.curves.draw_curves`);
 - **throughput** (:func:`throughput`): environment steps per second of wall-clock time, per
   algorithm and task, beside PPO's and as a ratio to it.
 
@@ -42,9 +42,9 @@ import pandas as pd
 
 from analysis import protocol
 from analysis.aggregate import METRICS, aggregate_metrics
-from analysis.curves import learning_curves, plot_curves
+from analysis.curves import plot_curves, resample_runs
 from analysis.io import RunDataError
-from analysis.references import REF_COLUMNS, algo_rows, reference_columns, task_env_name
+from analysis.references import REF_COLUMNS, algo_rows, format_steps, reference_columns, task_env_name
 from analysis.stats import interval_side, stratified_welch, t_interval, welch_samples
 from ppo.config.registry import lines as algorithm_lines
 
@@ -337,6 +337,39 @@ def budget_line(manifests: pd.DataFrame, notes: Sequence[str] = (), paper_steps:
     return protocol.steps_budget_line(manifests, notes, paper_steps, paper_seeds, per="algorithm")
 
 
+def generation_note(episodes: pd.DataFrame, manifests: pd.DataFrame, random_scores: pd.Series | None = None,
+                    algorithm: str = "cem", most: int = 10) -> str:
+    """Why ``algorithm`` (CEM) draws a staircase, from its records: it records its candidates' episodes once per
+    generation, when the generation ends, so its curve moves once per generation. Names the tasks where a run has
+    at most ``most`` generations, the population (episodes per generation) and, per such task, the range of its
+    generations' mean returns beside the random policy's score. Empty when the algorithm did not run."""
+    if "algorithm" not in manifests.columns:
+        return ""
+    runs = manifests[manifests["algorithm"] == algorithm]
+    if runs.empty:
+        return ""
+    eps = episodes[episodes["run_id"].isin(runs["run_id"])]
+    per_generation = eps.groupby(["task", "run_id", "global_step"])["episode_return"].agg(["mean", "size"])
+    generations = per_generation.groupby(["task", "run_id"]).size().groupby("task").max()
+    population = int(per_generation["size"].median())
+    few = generations[generations <= most]
+    label = runs["variant_label"].iloc[0]
+    text = (f"{label} records its {population} candidates' episodes (each a sampled policy, not its mean policy) once "
+            "per generation, when the generation ends, so its curve moves once per generation")
+    if few.empty:
+        return text + "."
+    steps = format_steps(float(pd.to_numeric(runs["total_steps"], errors="coerce").max()))
+    parts = []
+    for task, count in few.items():
+        means = per_generation.loc[task, "mean"].groupby("global_step").mean()  # each generation, mean over seeds
+        part = (f"{task}: {count} generations in {steps} steps, candidates' mean {means.min():,.0f} to "
+                f"{means.max():,.0f}")
+        if random_scores is not None and task in random_scores.index:
+            part += f" (random policy {float(random_scores[task]):,.0f})"
+        parts.append(part)
+    return text + "; " + "; ".join(parts) + "."
+
+
 def plot_figure3(
     episodes: pd.DataFrame,
     manifests: pd.DataFrame,
@@ -346,16 +379,20 @@ def plot_figure3(
     smooth: int = 10,
     n_resamples: int = 2_000,
     seed: int = 0,
+    random_scores: pd.Series | None = None,
+    anchor: str = "clip_0.2",
 ) -> Path:
-    """Figure 3: one panel per task, one line per algorithm (mean over seeds of the last-``smooth``
-    episode return on a common step grid) with the range of its seeds as band; ``budget`` is
-    the title's second line."""
-    curves = learning_curves(episodes, manifests, "global_step", n_points, smooth, n_resamples, seed=seed)
+    """Figure 3: one panel per task, per algorithm a thin line per seed and a thick line for their mean
+    (last-``smooth``-episode return on a common step grid), PPO (``anchor``) emphasised, the random policy's score
+    dotted, and under the panels why CEM's curve is a staircase (:func:`generation_note`); ``budget`` is the
+    title's second line. ``n_resamples`` and ``seed`` are unused, kept for callers."""
+    per_run = resample_runs(episodes, manifests, "global_step", n_points, smooth)
     title = (
-        f"Figure 3: PPO and the paper's baselines. Mean over seeds of the last-{smooth}-episode return, "
-        f"band: range of the seeds\n{budget}"
+        f"Figure 3: PPO and the paper's baselines. Return (mean of the last {smooth} episodes): mean over seeds, "
+        f"thick; each seed, thin\n{budget}"
     )
-    return plot_curves(curves, path, title)
+    return plot_curves(per_run, path, title, anchor=anchor, random_scores=random_scores,
+                       note=generation_note(episodes, manifests, random_scores))
 
 
 CLAIM = ("Sec. 6.2: \"PPO outperforms the previous methods on almost all the continuous control "

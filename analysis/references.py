@@ -9,6 +9,7 @@ metric says so.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from pathlib import Path
@@ -281,8 +282,6 @@ SB3_COLUMNS = ["task", "our_n_seeds", "our_mean", "sb3_n_seeds", "sb3_mean", "di
 def load_sb3_scores(folder: Path, window: int = 100) -> pd.DataFrame:
     """Last-``window`` mean return of each run of benchmarks/mujoco_sb3_reference.py under ``folder``
     (<task>/seed<k>/episodes.parquet and manifest.json): columns task, seed, score, total_steps."""
-    import json
-
     rows = []
     for manifest in sorted(Path(folder).glob("*/seed*/manifest.json")):
         meta = json.loads(manifest.read_text())
@@ -290,6 +289,30 @@ def load_sb3_scores(folder: Path, window: int = 100) -> pd.DataFrame:
         rows.append({"task": meta["task"], "seed": meta["seed"], "total_steps": meta["total_steps"],
                      "score": float(episodes["episode_return"].tail(window).mean())})
     return pd.DataFrame(rows, columns=["task", "seed", "score", "total_steps"])
+
+
+SB3_VARIANT, SB3_LABEL = "sb3_ppo", "Stable-Baselines3 PPO, same settings"
+
+
+def load_sb3_runs(folder: Path | None, total_steps: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The runs of benchmarks/mujoco_sb3_reference.py under ``folder`` as (episodes, manifests) in the shape the
+    learning curves read (``analysis.curves.resample_runs``): variant :data:`SB3_VARIANT`, finished runs; only
+    those of ``total_steps`` when given. Empty frames when there are none (or no ``folder``)."""
+    episodes, rows = [], []
+    for manifest in sorted(Path(folder).glob("*/seed*/manifest.json")) if folder is not None else []:
+        meta = json.loads(manifest.read_text())
+        if total_steps is not None and int(meta["total_steps"]) != int(total_steps):
+            continue
+        run_id = f"{meta['task']}__{SB3_VARIANT}__s{meta['seed']}"
+        rows.append({"run_id": run_id, "task": meta["task"], "variant": SB3_VARIANT, "variant_label": SB3_LABEL,
+                     "seed": int(meta["seed"]), "status": "completed", "total_steps": int(meta["total_steps"])})
+        frame = pd.read_parquet(manifest.parent / "episodes.parquet")
+        episodes.append(frame.assign(run_id=run_id, task=meta["task"], variant=SB3_VARIANT, variant_label=SB3_LABEL,
+                                     seed=int(meta["seed"])))
+    manifests = pd.DataFrame(rows, columns=["run_id", "task", "variant", "variant_label", "seed", "status",
+                                            "total_steps"])
+    columns = ["run_id", "task", "variant", "variant_label", "seed", "global_step", "episode_return"]
+    return (pd.concat(episodes, ignore_index=True)[columns] if episodes else pd.DataFrame(columns=columns)), manifests
 
 
 def sb3_difference(scores: pd.DataFrame, sb3: pd.DataFrame, variant: str = "clip_0.2",

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from analysis.curves import new_figure, variant_colors
+from analysis.style import new_figure, variant_colors
 from analysis.io import ReportError, RunDataError, find_run_dirs, read_manifest, read_parquet
 from analysis.stats import t_interval
 

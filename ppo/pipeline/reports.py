@@ -31,19 +31,20 @@ REPORTS = {
         (("table1.csv", "table1.rst"), ("table1.md", None), ("table1_per_task.csv", "table1_per_task.rst"),
          ("policy_entropy.csv", "policy_entropy.rst"), ("policy_entropy.md", None),
          ("per_task_{anchor}.csv", "per_task_reference.rst"), ("per_task_{anchor}.md", None),
-         ("curves_steps.png", "curves.rst"), ("curves_walltime.png", "curves_walltime.rst"),
+         ("curves_steps.png", "curves.rst"), ("diagnostics.png", "diagnostics.rst"),
          ("rank_agreement.json", None), ("sb3_comparison.csv", "sb3_comparison.rst"), ("sb3_comparison.md", None),
-         ("aggregates.csv", "aggregates.rst"), ("aggregates.md", None),
+         ("sb3_curves.png", "sb3_curves.rst"), ("aggregates.csv", "aggregates.rst"), ("aggregates.md", None),
          ("probability_of_improvement.csv", "probability_of_improvement.rst"),
-         ("probability_of_improvement.md", None), ("performance_profile.png", "performance_profile.rst"),
-         ("sample_efficiency.png", "sample_efficiency.rst")),
+         ("probability_of_improvement.md", None), ("aggregate_intervals.png", "aggregate_intervals.rst"),
+         ("performance_profile.png", "performance_profile.rst"), ("sample_efficiency.png", "sample_efficiency.rst")),
         random_scores=True, anchor=True, sb3_reference=True, headline="table1.md",
         headline_columns=("variant_label", "n_runs", "n_diverged", "ours", "ci_low", "ci_high", "published")),
     "figure3": Report(  # Figure 3 beside published references
         "figure3_report.py",
         (("figure3_curves.png", "figure3_curves.rst"), ("figure3_final_scores.csv", "figure3_final_scores.rst"),
          ("figure3_final_scores.md", None), ("figure3_aggregate.csv", "figure3_aggregate.rst"),
-         ("figure3_aggregate.md", None), ("figure3_claim.csv", "figure3_claim.rst"), ("figure3_claim.md", None),
+         ("figure3_aggregate.md", None), ("figure3_intervals.png", "figure3_intervals.rst"),
+         ("figure3_claim.csv", "figure3_claim.rst"), ("figure3_claim.md", None),
          ("figure3_throughput.csv", "figure3_throughput.rst"), ("figure3_throughput.md", None)),
         random_scores=True, anchor=True, headline="figure3_aggregate.md",
         headline_columns=("variant_label", "n_runs", "n_diverged", "iqm", "iqm_ci_low", "iqm_ci_high", "mean")),
@@ -83,3 +84,8 @@ REPORTS = {
         headline_columns=("setting", "n_runs", "n_diverged", "peak_gold", "peak_ci_low", "peak_ci_high",
                           "final_gold", "final_ci_low", "final_ci_high", "final_sqrt_kl")),
 }
+
+# A check of another study's result (experiments/studies/<check>.yaml) draws the line it checks beside its own: check ->
+# (the checked study, its variant). The workflow passes that study's runs of the variant at the same scale: this
+# pipeline's when the study runs in it, else the published ones (published/<study>/<scale>/runs), else none.
+BESIDE = {"table1_v4": ("table1", "clip_0.2"), "table1_bootstrap": ("table1", "clip_0.2")}

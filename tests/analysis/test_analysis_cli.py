@@ -62,7 +62,8 @@ def test_report_end_to_end(study):
     assert _load_script().main(argv) == 0
     for name in (
         "table1.csv", "table1.md", "table1_per_task.csv", "per_task_clip0.2.csv",
-        "per_task_clip0.2.md", "curves_steps.png", "curves_walltime.png", "rank_agreement.json", "sb3_comparison.csv", "sb3_comparison.md",
+        "per_task_clip0.2.md", "curves_steps.png", "diagnostics.png", "rank_agreement.json", "sb3_comparison.csv",
+        "sb3_comparison.md", "sb3_curves.png", "aggregate_intervals.png",
         "aggregates.csv", "aggregates.md", "probability_of_improvement.csv",
         "probability_of_improvement.md", "performance_profile.png", "sample_efficiency.png",
     ):

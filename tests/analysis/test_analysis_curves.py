@@ -11,7 +11,6 @@ import pytest
 from analysis.curves import (
     learning_curves,
     plot_curves,
-    plot_curves_walltime,
     plot_sample_efficiency,
     resample_runs,
     run_curve,
@@ -70,13 +69,11 @@ def test_walltime_grid_and_plots(tmp_path, make_run):
     assert hopper["n_runs"].tolist() == [0, 1, 2, 1, 1]
     assert hopper["mean"].tolist()[4] == 1.5
 
-    steps = learning_curves(episodes, manifests, "global_step", n_points=5, n_resamples=200)
+    steps = resample_runs(episodes, manifests, "global_step", n_points=5)
     png = plot_curves(steps, tmp_path / "out" / "steps.png")
-    png2 = plot_curves_walltime(wall, tmp_path / "out" / "wall.png")
-    for path in (png, png2):
-        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(ValueError, match="wall_time"):
-        plot_curves_walltime(steps, tmp_path / "bad.png")
+        plot_curves(steps, tmp_path / "bad.png", x="wall_time")
 
 
 def test_sample_efficiency_iqm_of_normalised_curves(tmp_path, make_run, make_random):

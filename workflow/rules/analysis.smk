@@ -2,7 +2,7 @@
 # study's report, declared in ppo/pipeline/reports.py (REPORTS: its script, outputs with captions, extra inputs).
 
 
-from ppo.pipeline.reports import REPORTS
+from ppo.pipeline.reports import BESIDE, REPORTS
 
 REPORT_FILES = []
 
@@ -15,6 +15,19 @@ SB3_REFERENCE_FILES = sorted(str(p) for p in Path("published/sb3_reference").glo
 def variant_files(study):
     """The study's variant files, relative to the project (inputs of a report that reads their claims)."""
     return [os.path.relpath(v.path, PROJECT) for v in study.variants]
+
+
+def beside_manifests(study):
+    """The manifests of the runs a check draws beside its own (ppo.pipeline.reports.BESIDE): the checked study's runs
+    of the variant at the same scale, this pipeline's when it runs the study, else the published ones, else none."""
+    if study.name not in BESIDE:
+        return []
+    name, variant = BESIDE[study.name]
+    ours = next((s for s in STUDIES if s.name == name), None)
+    if ours is not None:
+        return [f"{run_dir(ours, r)}/manifest.json" for r in ours.runs() if r.variant.name == variant]
+    published = Path(PUBLISHED_DIR, name, study.scale, "runs")
+    return sorted(str(p) for p in published.glob(f"*/{variant}/seed*/manifest.json"))
 
 
 def report_options(rep, study):
@@ -31,6 +44,8 @@ def report_options(rep, study):
         options += ["--sb3-dir", "published/sb3_reference"]
     if rep.variant_files:
         options += ["--variant-files", *variant_files(study)]
+    if beside_manifests(study):
+        options += ["--beside-manifests", *beside_manifests(study)]
     return options
 
 
@@ -81,6 +96,7 @@ for _study in STUDIES:
             random=[random_score(t) for t in _study.tasks] if _report.random_scores else [],
             sb3=SB3_REFERENCE_FILES if _report.sb3_reference else [],
             variants=variant_files(_study) if _report.variant_files else [],
+            beside=beside_manifests(_study),
         output:
             [f"{_out}/{name}" if caption is None else report(f"{_out}/{name}", caption=f"../report/{caption}", category=_cat)
              for name, caption in _files],

@@ -13,8 +13,8 @@ normalised score against the --variant anchor over all tasks, with the probabili
 details_per_task.csv/.md (the same per task), details_claims.csv/.md (each variant file's claim, its measured
 effect and mechanism statistics beside the anchor's, and a verdict by the rule the table prints),
 details_modern.csv/.md (the paper preset beside the modern one, per task), details_curves.png (learning curves of
-the mistakes beside the anchor) and details_mechanisms.png (approx KL, KL and clip fraction per update, anchor
-and mistakes). Every interval uses --n-resamples and --seed, so the report is reproducible.
+the mistakes beside the anchor, every seed and the mean; every setting when the study has no mistakes) and
+details_mechanisms.png (approx KL, KL and clip fraction per update, the same settings). Every interval uses --n-resamples and --seed, so the report is reproducible.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from analysis.curves import learning_curves, plot_curves
+from analysis.curves import plot_curves, resample_runs
 from analysis.details import (ALL_TASKS, VERDICT_RULE, budget_line, claims_table, effects, modern_table,
                               per_task_effects, plot_mechanisms, run_statistics)
 from analysis.io import ReportError, load_scored_study, report_main, report_parser
@@ -128,19 +128,23 @@ def run_report(args: argparse.Namespace) -> dict[str, Path]:
                 f"The paper preset ({args.variant}) beside the modern preset ({args.modern}), per task", DIGITS)
     written["details_modern"] = out / "details_modern.csv"
 
-    shown = [args.variant] + sorted(v for v in manifests["variant"].unique()
-                                    if fnmatch.fnmatchcase(v, args.mistakes) and v != args.variant)
+    # The mistakes beside the anchor; a study without mistakes (a check of details) shows every setting instead.
+    others = sorted(v for v in manifests["variant"].unique() if v != args.variant)
+    mistakes = [v for v in others if fnmatch.fnmatchcase(v, args.mistakes)]
+    shown, which = (([args.variant, *mistakes], "The mistakes") if mistakes
+                    else ([args.variant, *others], "Each setting"))
+    anchor_label = manifests.loc[manifests["variant"] == args.variant, "variant_label"].iloc[0]
     chosen = manifests[manifests["variant"].isin(shown)]
-    curves = learning_curves(episodes[episodes["variant"].isin(shown)], chosen, "global_step", args.curve_points,
-                             args.curve_smooth, seed=seed)
+    per_run = resample_runs(episodes[episodes["variant"].isin(shown)], chosen, "global_step", args.curve_points,
+                            args.curve_smooth)
     written["details_curves.png"] = plot_curves(
-        curves, out / "details_curves.png",
-        f"The mistakes beside {args.variant}: last-10-episode return, mean over seeds, band: range of the seeds"
-        f"\n{budget}")
+        per_run, out / "details_curves.png",
+        f"{which} beside {anchor_label}: return (mean of the last {args.curve_smooth} episodes), mean over seeds "
+        f"thick, each seed thin\n{budget}", anchor=args.variant, random_scores=random_scores)
     written["details_mechanisms.png"] = plot_mechanisms(
         updates, shown, out / "details_mechanisms.png",
-        f"Per update, the mistakes beside {args.variant}: mean over seeds, band: range of the seeds\n{budget}",
-        seed=seed)
+        f"Per update, {which.lower()} beside {anchor_label}: mean over seeds (each run's updates averaged in 50 bins "
+        f"of steps)\n{budget}", seed=seed)
     return written
 
 

@@ -9,7 +9,7 @@ Usage (from the repository root, or from a Snakemake ``shell:`` rule):
         --budget-note "REDUCED BUDGET: 60k steps per run"
 
 Writes into --out-dir:
-  figure3_curves.png            learning curves, one panel per task, one line per algorithm;
+  figure3_curves.png            learning curves, one panel per task, every seed and the mean per algorithm;
   figure3_final_scores.csv/.md  final score (mean of the last 100 training episodes) per task and
                                 algorithm, mean over seeds with a 95% t interval, beside every
                                 published row of that algorithm and task (one row per pair);
@@ -17,6 +17,7 @@ Writes into --out-dir:
                                 best algorithm per task), mean with a t interval stratified over tasks,
                                 each algorithm against PPO by Welch's interval, IQM with a stratified
                                 bootstrap interval;
+  figure3_intervals.png         the same as interval estimates (Agarwal et al. 2021's figure);
   figure3_claim.csv/.md         per task, PPO against the best other algorithm (Welch's interval);
   figure3_throughput.csv/.md    env steps per wall-clock second per task and algorithm, beside PPO's
                                 (--variant) and as a ratio to it, with the median over tasks.
@@ -48,6 +49,7 @@ from analysis.figure3 import (
     run_algorithms,
     throughput,
 )
+from analysis.aggregate import interval_method, plot_interval_estimates
 from analysis.io import load_scored_study, report_main, report_parser
 from analysis.references import load_references
 from analysis.report_tables import write_table
@@ -127,7 +129,8 @@ def run_report(args: argparse.Namespace) -> dict[str, Path]:
     out.mkdir(parents=True, exist_ok=True)
     written: dict[str, Path] = {}
     written["figure3_curves.png"] = plot_figure3(
-        episodes, manifests, out / "figure3_curves.png", budget, args.curve_points, args.curve_smooth, seed=args.seed
+        episodes, manifests, out / "figure3_curves.png", budget, args.curve_points, args.curve_smooth, seed=args.seed,
+        random_scores=random_scores, anchor=args.variant,
     )
 
     normalized = normalize_scores(scores, random_scores)
@@ -145,6 +148,10 @@ def run_report(args: argparse.Namespace) -> dict[str, Path]:
         "Figure 3: normalised score per algorithm across tasks (mean: 95% t interval stratified over tasks)",
     )
     written["figure3_aggregate"] = out / "figure3_aggregate.csv"
+    written["figure3_intervals.png"] = plot_interval_estimates(
+        aggregate, out / "figure3_intervals.png", anchor=args.variant,
+        method=interval_method(args.n_resamples, improvement=False),
+        title="Figure 3: aggregate normalised score per algorithm (random = 0, best algorithm = 1)")
 
     claim = claim_table(scores, args.variant, args.n_resamples, args.seed)
     if args.variant in set(scores["variant"]):

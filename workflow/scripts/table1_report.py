@@ -9,13 +9,15 @@ Usage (from the repository root, or from a Snakemake ``shell:`` rule):
         --budget-note "50k steps per run instead of 1M"
 
 Writes table1.csv, table1.md, table1_per_task.csv, policy_entropy.csv/.md, per_task_<variant>.csv/.md,
-curves_steps.png, curves_walltime.png, rank_agreement.json and sb3_comparison.csv/.md (the
-anchor beside published/sb3_reference, with --sb3-dir) into --out-dir (ppo/pipeline/reports.py declares them), and the
-aggregate statistics of Agarwal et al. 2021 on the same normalised scores:
-aggregates.csv/.md (IQM, median, mean, optimality gap per variant),
-probability_of_improvement.csv/.md (each variant vs the --variant anchor),
-performance_profile.png and sample_efficiency.png. Every interval uses --n-resamples
-and --seed, so the report is reproducible.
+curves_steps.png (every seed and the mean, by family, beside the runs of --beside-manifests: the line a check is
+about), diagnostics.png (approx KL, clip fraction, entropy, explained variance over training), rank_agreement.json,
+sb3_comparison.csv/.md and sb3_curves.png (the anchor beside published/sb3_reference, with --sb3-dir) into
+--out-dir (ppo/pipeline/reports.py declares them), and the aggregate statistics of Agarwal et al. 2021 on the same
+normalised scores: aggregates.csv/.md (IQM, median, mean, optimality gap per variant),
+probability_of_improvement.csv/.md (each variant vs the --variant anchor), aggregate_intervals.png (both as
+interval estimates), performance_profile.png and sample_efficiency.png. Every interval uses --n-resamples and
+--seed, so the report is reproducible. No wall-clock curves: the settings of a task train in one process and share
+its clock, so return against wall time is the step curve again (Figure 3's report has the throughput).
 The differences from the paper listed in the markdown files are derived from the runs
 and reference/ppo2017_hyperparameters.csv, plus every --budget-note given.
 """
@@ -31,22 +33,29 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.aggregate import (aggregate_metrics, default_taus, improvement_vs_anchor,
-                                performance_profile, plot_performance_profile)
-from analysis.curves import (learning_curves, plot_curves, plot_curves_walltime, plot_sample_efficiency,
-                             sample_efficiency)
-from analysis.io import load_scored_study, report_main, report_parser
+from analysis.aggregate import (aggregate_metrics, default_taus, improvement_vs_anchor, interval_method,
+                                performance_profile, plot_interval_estimates, plot_performance_profile, tau_scale)
+from analysis.curves import (CURVES_TITLE, SB3_STYLE, beside_runs, beside_style, identical_tasks, plot_curves,
+                             plot_diagnostics, plot_sample_efficiency, resample_runs, sample_efficiency,
+                             update_curves)
+from analysis.io import load_scored_study, load_study, report_main, report_parser
 from analysis.protocol import NO_PAPER_NUMBERS, difference_notes, outside_paper
-from analysis.references import load_references, load_sb3_scores, per_task_reference, sb3_difference
+from analysis.references import (SB3_VARIANT, load_references, load_sb3_runs, load_sb3_scores, per_task_reference,
+                                 sb3_difference)
 from analysis.report_tables import write_table
+from analysis.style import draw_message, save
 from analysis.table1 import (final_entropy, load_published_table1, normalize_scores, paper_checks,
                              paper_rows, per_task_table, rank_agreement, table1)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options; see the module docstring for an example."""
-    return report_parser("table1", __doc__.split("\n\n")[0], "folder with ppo2017_table1.csv etc.",
-                         "anchor variant: per-task reference table and probability of improvement").parse_args(argv)
+    p = report_parser("table1", __doc__.split("\n\n")[0], "folder with ppo2017_table1.csv etc.",
+                      "anchor variant: per-task reference table and probability of improvement")
+    p.add_argument("--beside-manifests", nargs="*", type=Path, default=[],
+                   help="runs of another study the figures draw beside this one's (their manifest.json files): the "
+                        "line a check is about, e.g. Table 1's ε = 0.2 beside its v4 or bootstrapping runs")
+    return p.parse_args(argv)
 
 
 def _json_number(value: float) -> float | None:
@@ -88,12 +97,67 @@ def write_aggregates(
         f"Probability that a setting improves on {args.variant} (95% stratified bootstrap CIs)",
     )
     written["probability_of_improvement"] = out / "probability_of_improvement.csv"
-    profile = performance_profile(normalized, default_taus(normalized), args.n_resamples, seed=args.seed)
-    written["performance_profile.png"] = plot_performance_profile(profile, out / "performance_profile.png")
+    written["aggregate_intervals.png"] = plot_interval_estimates(
+        aggregates, out / "aggregate_intervals.png", improvement, args.variant, interval_method(args.n_resamples))
+    scale = tau_scale(normalized)
+    profile = performance_profile(normalized, default_taus(normalized, scale=scale), args.n_resamples, seed=args.seed)
+    written["performance_profile.png"] = plot_performance_profile(profile, out / "performance_profile.png", scale,
+                                                                  args.variant)
     curve = sample_efficiency(
         episodes, manifests, normalized, args.curve_points, args.curve_smooth, args.n_resamples, seed=args.seed
     )
-    written["sample_efficiency.png"] = plot_sample_efficiency(curve, out / "sample_efficiency.png")
+    written["sample_efficiency.png"] = plot_sample_efficiency(curve, out / "sample_efficiency.png", args.variant)
+    return written
+
+
+SB3_TITLE = ("{anchor} beside Stable-Baselines3 PPO with the same settings (benchmarks/mujoco_sb3_reference.py: same "
+             "tasks and budget): return, mean over seeds thick, each seed thin")
+
+
+def write_figures(episodes: pd.DataFrame, updates: pd.DataFrame, manifests: pd.DataFrame, random_scores: pd.Series,
+                  args: argparse.Namespace, out: Path) -> dict[str, Path]:
+    """The learning curves (beside the runs of --beside-manifests), the diagnostics over training, and the anchor
+    beside the SB3 reference runs of the same budget."""
+    budget = int(manifests["total_steps"].max())
+    tasks = sorted(manifests["task"].unique())
+
+    def curve(eps: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+        return resample_runs(eps, runs, "global_step", args.curve_points, args.curve_smooth)
+
+    per_run = curve(episodes, manifests)
+    beside = per_run.iloc[0:0]
+    if args.beside_manifests:
+        other_episodes, _, other = load_study(args.runs, [m.parent for m in args.beside_manifests])
+        other_episodes, other = beside_runs(other_episodes, other, tasks, budget)
+        beside = curve(other_episodes, other) if len(other) else beside
+    styles = {v: beside_style(v.split("@")[0]) for v in beside["variant"].unique()}
+    title, note = CURVES_TITLE, ""
+    if len(beside):
+        title += "; dashed: " + ", ".join(sorted(beside["variant_label"].unique())) + ", the line this check is about"
+        same = identical_tasks(per_run[per_run["variant"] == args.variant], beside)
+        if same:
+            note = (f"On {', '.join(same)} the two sets of runs give the same curves, seed for seed: the dashed line "
+                    "lies under the solid one.")
+    written = {"curves_steps.png": plot_curves(pd.concat([per_run, beside], ignore_index=True),
+                                               out / "curves_steps.png", title, anchor=args.variant,
+                                               random_scores=random_scores, styles=styles, note=note)}
+    written["diagnostics.png"] = plot_diagnostics(update_curves(updates), out / "diagnostics.png", args.variant)
+
+    sb3_episodes, sb3_runs = load_sb3_runs(args.sb3_dir, budget)
+    sb3_runs = sb3_runs[sb3_runs["task"].isin(tasks)]
+    label = manifests.loc[manifests["variant"] == args.variant, "variant_label"]
+    title = SB3_TITLE.format(anchor=label.iloc[0] if len(label) else args.variant)
+    if sb3_runs.empty:
+        fig = draw_message(title, f"No Stable-Baselines3 reference run of {budget:,} steps on this study's tasks "
+                                  f"({', '.join(tasks)}) in {args.sb3_dir or 'no --sb3-dir'}.")
+        written["sb3_curves.png"] = save(fig, out / "sb3_curves.png")
+        return written
+    shown = set(sb3_runs["task"])
+    ours = per_run[(per_run["variant"] == args.variant) & per_run["task"].isin(shown)]
+    parts = [ours, beside[beside["task"].isin(shown)], curve(sb3_episodes, sb3_runs)]
+    written["sb3_curves.png"] = plot_curves(pd.concat(parts, ignore_index=True), out / "sb3_curves.png", title,
+                                            anchor=args.variant, random_scores=random_scores,
+                                            styles={**styles, SB3_VARIANT: SB3_STYLE})
     return written
 
 
@@ -142,14 +206,7 @@ def run_report(args: argparse.Namespace) -> dict[str, Path]:
     )
     written["sb3_comparison"] = out / "sb3_comparison.csv"
 
-    for axis, name, plot in (
-        ("global_step", "curves_steps.png", plot_curves),
-        ("wall_time", "curves_walltime.png", plot_curves_walltime),
-    ):
-        curves = learning_curves(
-            episodes, manifests, axis, args.curve_points, args.curve_smooth, seed=args.seed
-        )
-        written[name] = plot(curves, out / name)
+    written.update(write_figures(episodes, updates, manifests, random_scores, args, out))
 
     written.update(write_aggregates(normalized, episodes, manifests, notes, args, out))
 
