@@ -6,9 +6,12 @@ published runs (results/<study>/paper/report/ and results/front_page.md), never 
     ./repro paper && python scripts/results_page.py            # results/ -> docs/paper-results/
 
 Each study of ppo.pipeline.publish.STUDIES contributes the outputs its report type lists in PAGE (tables as the report
-wrote them, each "difference from the paper" note once per study; figures copied beside the page). A study
-without a report yet (its runs not all published, so ``./repro paper`` was run on the others) is listed as
-pending; a report missing one of its outputs is an error naming the file, and no page is written.
+wrote them, each "difference from the paper" note once per study; figures copied beside the page). The long reference
+tables (COLLAPSED) are folded under a <details> line a reader opens; figures that compare settings are left out
+of a study of one setting, and the SB3 figure of a study without SB3 runs. The figures are drawn for the page's
+980 px (analysis/style.py). A study without a report yet (its runs not all published, so ``./repro paper`` was run
+on the others) is listed as pending; a report missing one of its outputs is an error naming the file, and no page is
+written.
 """
 from __future__ import annotations
 
@@ -27,11 +30,15 @@ ROOT = Path(__file__).resolve().parents[1]
 SCALE = "paper"
 # Per report type, what the page shows, in order ({anchor}: the study's anchor, as ppo/pipeline/reports.py names it).
 PAGE = {
-    "table1": ("table1.md", "rank_agreement.json", "per_task_{anchor}.md", "sb3_comparison.md", "policy_entropy.md",
-               "curves_steps.png"),
-    "figure3": ("figure3_final_scores.md", "figure3_claim.md", "figure3_aggregate.md", "figure3_curves.png"),
-    "details": ("details_per_task.md", "details_effects.md", "details_claims.md"),
+    "table1": ("table1.md", "rank_agreement.json", "aggregate_intervals.png", "curves_steps.png", "sb3_comparison.md",
+               "sb3_curves.png", "per_task_{anchor}.md", "policy_entropy.md", "diagnostics.png",
+               "performance_profile.png"),
+    "figure3": ("figure3_claim.md", "figure3_aggregate.md", "figure3_intervals.png", "figure3_curves.png",
+                "figure3_final_scores.md"),
+    "details": ("details_per_task.md", "details_effects.md", "details_claims.md", "details_curves.png"),
 }
+COLLAPSED = ("per_task_{anchor}.md", "figure3_final_scores.md")  # one row per reference: dozens of rows, 20 columns
+SETTINGS_FIGURES = ("aggregate_intervals.png", "performance_profile.png", "diagnostics.png")  # need 2 settings or more
 # The sections of the report's first page (front_page.py) that the page opens with.
 FRONT_SECTIONS = ("table1: Clipping, ε = 0.2 beside the references", "The checks of Table 1, beside it")
 
@@ -122,6 +129,30 @@ def provenance(report_dir: Path) -> dict:
     return dict(csv.reader(path.read_text(encoding="utf-8").splitlines()[1:]))
 
 
+def table_rows(lines: list[str]) -> int:
+    """The number of data rows of the markdown table in ``lines``."""
+    return max(0, sum(line.startswith("|") for line in lines) - 2)
+
+
+def shown(study, name: str, report_dir: Path) -> bool:
+    """Whether the page shows output ``name`` of ``study``: not a figure comparing settings in a study of one, nor
+    the SB3 figure where no SB3 run sits beside the study (its sb3_comparison table has no row)."""
+    if name in SETTINGS_FIGURES and len(study.variants) < 2:
+        return False
+    if name == "sb3_curves.png":
+        comparison = report_dir / "sb3_comparison.md"
+        return comparison.is_file() and table_rows(split_markdown(comparison.read_text(encoding="utf-8"))[2]) > 0
+    return True
+
+
+def collapsed(title: str, notes: list[str], rest: list[str]) -> list[str]:
+    """A long table under its heading, folded: GitHub shows the <summary> line until a reader opens it."""
+    rows, columns = table_rows(rest), max((line.count("|") - 1 for line in rest if line.startswith("|")), default=0)
+    size = f"{rows} row{'' if rows == 1 else 's'} × {columns} columns"
+    return [f"### {title}", "", f"<details><summary>{size}: open to read</summary>", "",
+            *notes, *rest, "", "</details>", ""]
+
+
 def study_section(study, report_dir: Path, out_dir: Path) -> list[str]:
     built = provenance(report_dir)
     lines = [f"## {study.name}: {study.label}", ""]
@@ -134,6 +165,8 @@ def study_section(study, report_dir: Path, out_dir: Path) -> list[str]:
         path = report_dir / name.format(anchor=stem)
         if not path.is_file():
             raise FileNotFoundError(f"{path}: not found (build the report first: ./repro paper)")
+        if not shown(study, name, report_dir):
+            continue
         if path.suffix == ".png":
             target = out_dir / f"{study.name}_{path.name}"
             shutil.copyfile(path, target)
@@ -144,11 +177,12 @@ def study_section(study, report_dir: Path, out_dir: Path) -> list[str]:
             title, notes, rest = split_markdown(path.read_text(encoding="utf-8"))
             new = [n for n in notes if n not in seen]
             seen.update(new)
-            lines += [f"### {title}", ""]
-            if new:
-                lines += [f"**{NOTES_HEADING}**" + (" (besides those above)" if len(seen) > len(new) else ""), "",
-                          *(f"- {n}" for n in new), ""]
-            lines += [*rest, ""]
+            note_lines = [f"**{NOTES_HEADING}**" + (" (besides those above)" if len(seen) > len(new) else ""), "",
+                          *(f"- {n}" for n in new), ""] if new else []
+            if name in COLLAPSED:
+                lines += collapsed(title, note_lines, rest)
+            else:
+                lines += [f"### {title}", "", *note_lines, *rest, ""]
     return lines
 
 

@@ -63,6 +63,30 @@ def test_the_page_holds_every_output_once_with_notes_deduplicated(tmp_path):
     assert text.index("## table1:") < text.index("## figure3:") < text.index("## swimmer_details:")
 
 
+def test_reference_dumps_are_folded_and_a_study_of_one_setting_shows_no_comparison_of_settings(tmp_path):
+    results = fake_results(tmp_path / "results")
+    text = results_page.build(results, tmp_path / "out").read_text()
+    # Table 1's and its two checks' per-task reference tables and Figure 3's final scores: folded, rows kept
+    assert text.count("<details><summary>1 row × 2 columns: open to read</summary>") == 4
+    assert text.count("</details>") == 4
+    folded = text.split("### figure3 figure3_final_scores", 1)[1].split("</details>", 1)[0]
+    assert folded.lstrip().startswith("<details>") and "| clip_0.2 |" in folded
+    assert "![table1: aggregate_intervals](table1_aggregate_intervals.png)" in text
+    assert "![table1: diagnostics](table1_diagnostics.png)" in text
+    assert "table1_v4_aggregate_intervals.png" not in text and "table1_v4_performance_profile.png" not in text
+    assert "![table1_v4: curves_steps](table1_v4_curves_steps.png)" in text  # with the line it checks
+    assert "![swimmer_details: details_curves](swimmer_details_details_curves.png)" in text
+    assert "![figure3: figure3_intervals](figure3_figure3_intervals.png)" in text
+
+
+def test_the_sb3_figure_is_left_out_where_no_sb3_run_sits_beside_the_study(tmp_path):
+    results = fake_results(tmp_path / "results")
+    (results / "table1_v4" / "paper" / "report" / "sb3_comparison.md").write_text(
+        "# none\n\n| task | difference |\n|---|---:|\n")
+    text = results_page.build(results, tmp_path / "out").read_text()
+    assert "table1_v4_sb3_curves.png" not in text and "![table1: sb3_curves](table1_sb3_curves.png)" in text
+
+
 def test_a_missing_output_writes_no_page(tmp_path, capsys):
     results = fake_results(tmp_path / "results", skip="figure3_claim.md")
     assert results_page.main(["--results", str(results), "--out", str(tmp_path / "out")]) == 1
