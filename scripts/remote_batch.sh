@@ -13,7 +13,7 @@
 set -euo pipefail
 jobs="$1" workers="$2" seconds="$3" out="$4"
 mkdir -p "$out"
-python3 -m ppo.pipeline.remote run "$jobs" --scale paper --workers "$workers" --until "$seconds" --log-dir logs/batch | tee logs/batch.txt
+python3 -m ppo.pipeline.remote run "$jobs" --workers "$workers" --until "$seconds" --log-dir logs/batch | tee logs/batch.txt
 # parts of 15 MB: some transports cap a file at 16 MiB
 tar czf - results logs | split -b 15M - "$out/batch.tgz.part"
 ls -la "$out"

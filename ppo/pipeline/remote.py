@@ -2,10 +2,11 @@
 
 For a machine with many cores but no Snakemake (or no network): ``plan`` lists the pipeline's own
 training groups (the same packing as workflow/rules/common.smk, so a group's checkpoint has the same
-name on every machine); ``run`` trains them in parallel with ``python -m ppo.pipeline.job``, the command the
-pipeline runs, with the configuration digests it plans (a job whose runs no longer resolve to them is
-refused, as in the pipeline); the run folders and checkpoints come back as one archive that ``scripts/paper_grid.sh``
-publishes. A run's manifest records the machine it trained on.
+name on every machine), each with its job's plan (ppo.pipeline.plan: the runs as resolved here), so that the list
+is all the other machine needs; ``run`` trains them in parallel with ``python -m ppo.pipeline.job --plan``, the
+command the pipeline runs (a plan that no longer matches its runs is refused, as in the pipeline); the run folders
+and checkpoints come back as one archive that ``scripts/paper_grid.sh`` publishes. A run's manifest records the
+machine it trained on.
 
     python -m ppo.pipeline.remote plan --studies table1 figure3 table1_v4 table1_bootstrap swimmer_details --scale paper --group-size 11 --only figure3 > jobs.tsv
     python -m ppo.pipeline.remote run jobs.tsv --workers 16 --until 540
@@ -25,14 +26,14 @@ import yaml
 
 from ..config.errors import ConfigError
 from ..config.files import PROJECT_ROOT
-from ..training.layout import RUN_FILES, run_dir
 from ..training.records import git_state
+from .plan import make_plan
 from .study import load_study, plan_groups
 
 
 def plan(studies: list[str], scale: str, group_size: int, only: list[str], results: Path) -> list[str]:
-    """One line per pending training group: study, the digests the pipeline plans for its runs (JSON), then
-    the group's output files (tab-separated)."""
+    """One line per pending training group: its study, its job's name and its plan (ppo.pipeline.plan, JSON on one
+    line), tab-separated."""
     loaded = [load_study(name, scale) for name in studies]
     speeds = yaml.safe_load((PROJECT_ROOT / "config" / "config.yaml").read_text())["sim_steps_per_second"]
     groups = [(s, g) for s, g in plan_groups(loaded, group_size, results, PROJECT_ROOT / "published")
@@ -41,28 +42,30 @@ def plan(studies: list[str], scale: str, group_size: int, only: list[str], resul
     groups.sort(key=lambda sg: -len(sg[1].runs) * sg[0].total_steps / speeds.get(sg[1].task, 1))
     lines = []
     for study, group in groups:
-        outputs = [str(run_dir(results, study, run) / name) for run in group.runs for name in RUN_FILES]
-        digests = json.dumps({r.run_id: r.config_digest for r in group.runs}, sort_keys=True)
-        lines.append("\t".join([study.name, digests, *outputs]))
+        job_plan = json.dumps(make_plan(results, study, list(group.runs)), sort_keys=True, default=str)
+        lines.append("\t".join([study.name, f"train_{group.group_id}", job_plan]))
     return lines
 
 
-def run(jobs: Path, workers: int, until: float | None, scale: str, log_dir: Path) -> int:
-    """Train each line of ``jobs`` with ``python -m ppo.pipeline.job``, ``workers`` at a time. With ``until``
-    (seconds), jobs still running then are stopped: each resumes from its last checkpoint later."""
+def run(jobs: Path, workers: int, until: float | None, log_dir: Path) -> int:
+    """Train each line of ``jobs`` with ``python -m ppo.pipeline.job --plan``, ``workers`` at a time, each plan
+    written to ``log_dir``/plans first. With ``until`` (seconds), jobs still running then are stopped: each resumes
+    from its last checkpoint later."""
     lines = [line.split("\t") for line in jobs.read_text().splitlines() if line.strip()]
-    log_dir.mkdir(parents=True, exist_ok=True)
+    (log_dir / "plans").mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PPO_REPRO_GIT": json.dumps(git_state())}
     deadline = None if until is None else time.monotonic() + until
     procs: list[subprocess.Popen] = []
 
     def one(index_line):
-        index, (study, digests, *outputs) = index_line
+        index, (_, job, job_plan) = index_line
         if deadline is not None and time.monotonic() > deadline - 30:
             return "skipped"
+        plan_file = log_dir / "plans" / f"job{index:03d}-{job}.json"
+        plan_file.write_text(job_plan + "\n")
         with open(log_dir / f"job{index:03d}.log", "w") as log:
-            proc = subprocess.Popen([sys.executable, "-m", "ppo.pipeline.job", "--study", study, "--scale", scale,
-                                     "--checkpoint-every", "10", "--digests", digests, *outputs],
+            proc = subprocess.Popen([sys.executable, "-m", "ppo.pipeline.job", "--plan", str(plan_file),
+                                     "--checkpoint-every", "10"],
                                     stdout=log, stderr=subprocess.STDOUT,
                                     env=env)
             procs.append(proc)
@@ -76,9 +79,8 @@ def run(jobs: Path, workers: int, until: float | None, scale: str, log_dir: Path
 
     with ThreadPoolExecutor(workers) as pool:
         outcomes = list(pool.map(one, enumerate(lines)))
-    for index, ((study, _, *outputs), outcome) in enumerate(zip(lines, outcomes)):
-        print(f"job{index:03d} {study} {Path(outputs[0]).parent.parent.parent.name}/"
-              f"{Path(outputs[0]).parent.parent.name}: {outcome}")
+    for index, ((study, job, _), outcome) in enumerate(zip(lines, outcomes)):
+        print(f"job{index:03d} {study} {job}: {outcome}")
     return 0
 
 
@@ -93,7 +95,6 @@ def main(argv=None) -> int:
     pl.add_argument("--results", type=Path, default=Path("results"))
     rn = sub.add_parser("run", help="train the groups of a plan")
     rn.add_argument("jobs", type=Path)
-    rn.add_argument("--scale", required=True)
     rn.add_argument("--workers", type=int, default=os.cpu_count())
     rn.add_argument("--until", type=float, help="stop every job after this many seconds (they resume later)")
     rn.add_argument("--log-dir", type=Path, default=Path("logs/batch"))
@@ -102,7 +103,7 @@ def main(argv=None) -> int:
         if args.command == "plan":
             print("\n".join(plan(args.studies, args.scale, args.group_size, args.only, args.results)))
             return 0
-        return run(args.jobs, args.workers, args.until, args.scale, args.log_dir)
+        return run(args.jobs, args.workers, args.until, args.log_dir)
     except ConfigError as err:
         print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2

@@ -1,7 +1,7 @@
 """A study: tasks × variants × seeds at one scale, and how its runs are packed into training groups.
 
-Both the Snakefile (to plan jobs) and ``python -m ppo.pipeline.job`` (to execute one group) resolve runs here, so
-a run means the same thing in both places.
+The planners (the Snakefile, ppo.pipeline.remote) resolve runs here and write each pending job's runs into its
+plan (ppo.pipeline.plan), which ``python -m ppo.pipeline.job`` reads: a run is resolved once, in one place.
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from ..config.experiments import Variant, load_variant
 from ..config.files import EXPERIMENTS_DIR, check_keys, check_mapping, check_name_list, check_positive_int, read_yaml
 from ..config.protocols import load_protocol
 from ..config.registry import specs
+from ..config.run_config import RunConfig
 from ..config.schema import recorded_digest, settings_digest
 from ..envs import family_of
 from ..envs.family import task_name
@@ -46,10 +47,22 @@ class Run:
     @property
     def config_digest(self) -> str:
         """Changes whenever the resolved config changes, so Snakemake re-runs exactly those runs."""
-        settings = self.variant.config.to_dict()
-        if self.variant.config.env_protocol is not None:  # the protocol file's settings are part of what the run means
-            settings["env_protocol"] = load_protocol(self.variant.config.env_protocol).to_dict()
-        return settings_digest(settings)
+        return config_digest(self.variant.config, protocol_settings(self.variant.config))
+
+
+def protocol_settings(config: RunConfig) -> dict | None:
+    """The settings of the environment protocol file ``config`` names (experiments/protocols/, Atari), which are
+    part of what its run means; None for a config without one."""
+    return None if config.env_protocol is None else load_protocol(config.env_protocol).to_dict()
+
+
+def config_digest(config: RunConfig, protocol: dict | None) -> str:
+    """A run's config digest: its config's record with its protocol's settings (``protocol_settings``). The
+    planner digests a run's resolved config with it, and the job (ppo.pipeline.plan) the config its plan holds."""
+    settings = config.to_dict()
+    if protocol is not None:
+        settings["env_protocol"] = protocol
+    return settings_digest(settings)
 
 
 @dataclass(frozen=True)
@@ -349,3 +362,4 @@ def _preset_substitutions(value, path: Path, experiments_dir: Path) -> dict[str,
                 raise ConfigError(f"{path}: field presets: no preset {name!r} "
                                   f"({experiments_dir / 'presets' / name}.yaml does not exist); available: {available}")
     return dict(value)
+

@@ -1,8 +1,10 @@
 """Where a study's files live, and how a run is named: the one definition the workflow (common.smk), the
-training job (ppo.pipeline.job), the planner (ppo.pipeline.study, ppo.pipeline.remote, ppo.pipeline.publish) and the analysis (analysis.io) use.
+training job (ppo.pipeline.job), the planner (ppo.pipeline.study, ppo.pipeline.plan, ppo.pipeline.remote,
+ppo.pipeline.publish) and the analysis (analysis.io) use.
 
     <results>/<study>/<scale>/runs/<task>/<variant>/seed<k>/   a run's RUN_FILES (and model.pt)
-    <results>/<study>/<scale>/checkpoints/                     training groups' checkpoints
+    <results>/<study>/<scale>/plans/<job>-<key>.json           each pending job's plan (ppo.pipeline.plan)
+    <results>/<study>/<scale>/checkpoints/<task>-<key>.pt      training groups' checkpoints
     <results>/<study>/<scale>/benchmarks/, report/             job timings, the study's report
     <logs>/<study>/<scale>/                                    job logs
 
@@ -52,24 +54,27 @@ def run_dir(results: Path | str, study, run) -> Path:
     return runs_dir(results, study) / run_id(run.task, run.variant.name, run.seed)
 
 
-def split_run_dir(run_dir: Path, tasks: tuple[str, ...] = ()) -> tuple[Path, str, str, str]:
-    """``<runs>/<task>/<variant>/seed<k>`` -> (runs folder, task, variant, seed folder). The task is
-    whichever of ``tasks`` the path ends with (a task may hold a slash), else the one folder above."""
-    run_dir = Path(run_dir)
-    task_dir = run_dir.parent.parent
-    for task in tasks:
-        depth = len(Path(task).parts)
-        if task_dir.parts[-depth:] == Path(task).parts:
-            return Path(*task_dir.parts[:-depth]), task, run_dir.parent.name, run_dir.name
-    return task_dir.parent, task_dir.name, run_dir.parent.name, run_dir.name
+def group_key(run_dirs) -> str:
+    """16 hex digits naming a job's set of run folders (their strings, in any order): a job's plan and its
+    group's checkpoint carry it, so that differently packed groups never share either file."""
+    return hashlib.sha256("\n".join(sorted(str(d) for d in run_dirs)).encode()).hexdigest()[:16]
 
 
-def checkpoint_path(run_dirs: list[Path], tasks: tuple[str, ...] = ()) -> Path:
-    """<study>/checkpoints/<task>-<hash of the group's run folders>.pt: not a Snakemake output, so a
-    failed job's checkpoint survives for the retry; the hash keeps differently packed groups apart."""
-    runs_root, task, _, _ = split_run_dir(run_dirs[0], tasks)
-    key = hashlib.sha256("\n".join(sorted(str(d) for d in run_dirs)).encode()).hexdigest()[:16]
-    return runs_root.parent / "checkpoints" / f"{task.replace('/', '_')}-{key}.pt"
+def plans_dir(results: Path | str, study) -> Path:
+    return study_dir(results, study) / "plans"
+
+
+def plan_path(results: Path | str, study, job: str, run_dirs) -> Path:
+    """<study>/plans/<job>-<key>.json: the plan of the job named ``job`` (``train_<group>``, ``copy_<source>``)
+    that writes the runs in ``run_dirs``."""
+    return plans_dir(results, study) / f"{job}-{group_key(run_dirs)}.json"
+
+
+def checkpoint_path(results: Path | str, study, task: str, run_dirs) -> Path:
+    """<study>/checkpoints/<task>-<key>.pt, the checkpoint of the group that trains ``task`` into ``run_dirs``
+    (each ``run_dir(results, study, run)``): not a Snakemake output, so a failed job's checkpoint survives
+    for the retry; the key keeps differently packed groups apart."""
+    return checkpoints_dir(results, study) / f"{task.replace('/', '_')}-{group_key(run_dirs)}.pt"
 
 
 def find_run_dirs(runs: Path | str) -> list[Path]:

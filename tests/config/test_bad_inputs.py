@@ -11,7 +11,8 @@ Each case says where the error surfaces (``where``):
 - ``variant``, ``preset``, ``study``: the experiment loaders (ppo.config.experiments, ppo.pipeline.study). The Snakefile calls
   them when it is parsed, so these errors stop the pipeline before any job starts;
 - ``snakemake``: the pipeline itself, in a subprocess (config/config.yaml schema, scale, read-only results);
-- ``job``: ``python -m ppo.pipeline.job`` (a training job), called in-process;
+- ``job``: ``python -m ppo.pipeline.job`` (a training job), called in-process with the plan the planner makes
+  (ppo.pipeline.plan), edited as the case says (``args["plan"]``);
 - ``report`` and ``random_scores``: the analysis scripts, called in-process on finished results;
 - ``checkpoint``: ppo.training.driver.load_checkpoint.
 
@@ -19,7 +20,6 @@ A case may be marked xfail (strict) with the fix it needs; none is now.
 """
 from __future__ import annotations
 
-import functools
 import importlib.util
 import io
 import json
@@ -39,6 +39,7 @@ import torch
 import ppo.pipeline.job
 from ppo.config.errors import ConfigError
 from ppo.config.experiments import load_variant
+from ppo.pipeline.plan import make_plan
 from ppo.pipeline.study import load_study
 from ppo.training.driver import load_checkpoint
 
@@ -58,7 +59,7 @@ class Case:
     where: str  # variant | preset | study | snakemake | job | report | random_scores | checkpoint
     build: Callable[[Path], None]  # breaks the project copy at its root
     expect: tuple[str, ...]  # regular expressions the one-line error must match
-    args: dict = field(default_factory=dict)  # scale/seeds (study), argv (snakemake), variant (variant)
+    args: dict = field(default_factory=dict)  # scale/seeds (study), argv (snakemake), variant (variant), plan (job)
     xfail: str | None = None  # why it fails now, and the fix it needs in a file this suite may not edit
 
 
@@ -105,6 +106,10 @@ def study(old: str, new: str) -> Callable[[Path], None]:
 
 def preset(old: str, new: str) -> Callable[[Path], None]:
     return edit("experiments/presets/ppo_mujoco_paper.yaml", old, new)
+
+
+def as_planned(root: Path) -> None:
+    """The project unchanged: the case breaks the job's plan (its args["plan"] edits it)."""
 
 
 def chain(*builds: Callable[[Path], None]) -> Callable[[Path], None]:
@@ -180,9 +185,19 @@ CASES = [
     # Bad YAML.
     Case("bad YAML in a variant", "variant", variant("label: [unclosed\n"),
          (r"variants/broken\.yaml", "not valid YAML", "line 1")),
-    Case("bad YAML in a variant, seen by a training job", "job",
-         edit("experiments/variants/clip_0.2.yaml", "preset: ppo_mujoco_paper", "preset: [ppo_mujoco_paper"),
-         (r"^error: .*variants/clip_0\.2\.yaml: not valid YAML",)),
+    Case("a job's plan whose run's config was edited after planning", "job", as_planned,
+         (r"^error: .*plan\.json: field runs\[1\]\.config_digest is '[0-9a-f]{16}', but the run's config in the plan "
+          r"digests to '[0-9a-f]{16}'", "plan again", "nothing was trained"),
+         args={"plan": lambda plan: plan["runs"][1]["config"].update(horizon=1024)}),
+    Case("a job's plan of another format", "job", as_planned, (r"^error: .*plan\.json: field format is 0", "plan again"),
+         args={"plan": lambda plan: plan.update(format=0)}),
+    Case("a job's plan whose run's config holds a bad value", "job", as_planned,
+         (r"^error: .*plan\.json \(runs\[0\]\.config\): field gamma must", "got 'high'"),
+         args={"plan": lambda plan: plan["runs"][0]["config"].update(gamma="high")}),
+    Case("a job's plan whose run's folder is not its run's", "job", as_planned,
+         (r"^error: .*plan\.json: field runs\[0\]\.folder is '.*/Hopper-v5/clip_0\.2/seed0', but run "
+          r"Hopper-v5/no_clip/seed0 of study table1 at scale smoke keeps its records in '.*/Hopper-v5/no_clip/seed0'",),
+         args={"plan": lambda plan: plan["runs"][0].update(folder=plan["runs"][1]["folder"])}),
     Case("duplicate key in a variant", "variant",
          variant(VARIANT + "overrides: {horizon: 1024}\noverrides: {horizon: 4096}\n"),
          (r"variants/broken\.yaml", "overrides", "more than once|duplicate")),
@@ -318,7 +333,7 @@ CASES = [
          (r"studies/classic\.yaml", "scale 'huge' \\(config scale\\) is not defined"), args={"argv": ["-n"]}),
     # A results folder that cannot be written: refused before training, nothing touched.
     Case("results folder is a file, training job", "job", write("results", "not a folder\n"),
-         (r"^error: .*results/table1/smoke/runs/Hopper-v5/clip_0\.2/seed0: cannot create it, .*results is a file",
+         (r"^error: .*results/table1/smoke/runs/Hopper-v5/no_clip/seed0: cannot create it, .*results is a file",
           "nothing was trained")),
     Case("read-only results folder, pipeline", "snakemake", chain(finished_results, lambda root: _read_only(root / "results")),
          (r"cannot write results: results/table1/smoke/runs/\S+: cannot write in results/table1/smoke/runs "
@@ -391,9 +406,9 @@ CASES = [
     Case("a task the driver cannot train", "study",
          study("tasks: [InvertedPendulum-v5, Hopper-v5]", "tasks: [FrozenLake-v1, Hopper-v5]"),
          (r"studies/table1\.yaml", r"field scales\.smoke\.tasks", "'FrozenLake-v1' is not a task this project trains")),
-    Case("a task the driver cannot train, seen by a training job", "job",
-         study("tasks: [InvertedPendulum-v5, Hopper-v5]", "tasks: [Taxi-v4, Hopper-v5]"),
-         (r"^error: .*studies/table1\.yaml", "'Taxi-v4' is not a task this project trains")),
+    Case("a task the driver cannot train, in a job's plan", "job", as_planned,
+         (r"^error: .*plan\.json: field runs\[0\]\.task", "'Taxi-v4' is not a task this project trains"),
+         args={"plan": lambda plan: plan["runs"][0].update(task="Taxi-v4")}),
     Case("a discrete-action task for an algorithm without a categorical policy", "study",
          edit("experiments/studies/figure3.yaml", "tasks: [InvertedPendulum-v5, Hopper-v5]",
               "tasks: [CartPole-v1, Hopper-v5]"),
@@ -625,11 +640,15 @@ def in_snakemake(root, case, **_):
     return "\n".join(message[:end])
 
 
-def in_job(root, case, monkeypatch, capsys, **_):
-    monkeypatch.setattr(ppo.pipeline.job, "load_study", functools.partial(load_study, experiments_dir=root / "experiments"))
-    runs = root / RUNS / "Hopper-v5"
-    outputs = [str(runs / v / "seed0" / "manifest.json") for v in ("clip_0.2", "no_clip")]
-    code = ppo.pipeline.job.main(["--study", "table1", "--scale", "smoke", *outputs])
+def in_job(root, case, capsys, **_):
+    """The job with the plan of Hopper's clip_0.2 and no_clip runs, as the planner makes it (beside results/, which
+    a case may have made a file), then edited as the case says."""
+    study = load_study("table1", "smoke", experiments_dir=root / "experiments")
+    plan = make_plan(root / "results", study, [r for r in study.runs() if r.task == "Hopper-v5"
+                                               and r.variant.name in ("clip_0.2", "no_clip")])
+    case.args.get("plan", lambda _: None)(plan)
+    (root / "plan.json").write_text(json.dumps(plan))
+    code = ppo.pipeline.job.main(["--plan", str(root / "plan.json")])
     assert code == 2
     return capsys.readouterr().err
 

@@ -11,14 +11,17 @@ def test_plan_is_the_pipelines_plan(tmp_path):
     lines = plan(["table1", "figure3"], "smoke", 3, [], tmp_path / "results")
     expected = plan_groups(studies, 3, tmp_path / "results", Path("published"))
     assert len(lines) == len(expected)
-    planned = {tuple(line.split("\t")) for line in lines}
+    planned = {}
+    for line in lines:
+        study, job, job_plan = line.split("\t")
+        planned[(study, job)] = json.loads(job_plan)
     for study, group in expected:
-        outputs = tuple(str(tmp_path / "results" / study.name / "smoke" / "runs" / r.task / r.variant.name /
-                            f"seed{r.seed}" / name)
-                        for r in group.runs for name in ("episodes.parquet", "updates.parquet", "timing.parquet",
-                                                         "manifest.json"))
-        digests = json.dumps({r.run_id: r.config_digest for r in group.runs}, sort_keys=True)
-        assert (study.name, digests, *outputs) in planned
+        job = planned[(study.name, f"train_{group.group_id}")]
+        assert job["job"] == "train" and job["study"] == study.name and job["scale"] == "smoke"
+        assert [r["folder"] for r in job["runs"]] == [
+            str(tmp_path / "results" / study.name / "smoke" / "runs" / r.task / r.variant.name / f"seed{r.seed}")
+            for r in group.runs]
+        assert [r["config_digest"] for r in job["runs"]] == [r.config_digest for r in group.runs]
     assert all(line.startswith("figure3\t") for line in plan(["table1", "figure3"], "smoke", 3, ["figure3"],
                                                                tmp_path / "results"))
 
@@ -28,19 +31,21 @@ def test_run_trains_a_group_to_its_records(tmp_path, capsys):
              if "/InvertedPendulum-v5/clip_0.1/" in line]
     jobs = tmp_path / "jobs.tsv"
     jobs.write_text(lines[0] + "\n")
-    assert run(jobs, workers=1, until=None, scale="smoke", log_dir=tmp_path / "logs") == 0
+    assert run(jobs, workers=1, until=None, log_dir=tmp_path / "logs") == 0
     assert "finished" in capsys.readouterr().out
     study = load_study("table1", "smoke")
     trained = [r for r in study.runs() if r.task == "InvertedPendulum-v5" and r.variant.name == "clip_0.1"]
     assert trained and all(is_current(tmp_path / "results", study, r) for r in trained)
 
 
-def test_run_refuses_a_group_whose_configuration_changed(tmp_path, capsys):
+def test_run_refuses_a_group_whose_plan_no_longer_matches_its_runs(tmp_path, capsys):
     line = next(line for line in plan(["table1"], "smoke", 3, [], tmp_path / "results")
                 if "/InvertedPendulum-v5/clip_0.1/" in line)
-    study, digests, *outputs = line.split("\t")
-    stale = json.dumps({k: "0" * 16 for k in json.loads(digests)})
-    (tmp_path / "jobs.tsv").write_text("\t".join([study, stale, *outputs]) + "\n")
-    assert run(tmp_path / "jobs.tsv", workers=1, until=None, scale="smoke", log_dir=tmp_path / "logs") == 0
-    assert "failed" in capsys.readouterr().out
-    assert not any(Path(o).exists() for o in outputs)
+    study, job, job_plan = line.split("\t")
+    stale = json.loads(job_plan)
+    stale["runs"][0]["config"]["horizon"] = 1024  # its config_digest is the planned config's
+    (tmp_path / "jobs.tsv").write_text("\t".join([study, job, json.dumps(stale)]) + "\n")
+    assert run(tmp_path / "jobs.tsv", workers=1, until=None, log_dir=tmp_path / "logs") == 0
+    assert "failed (2)" in capsys.readouterr().out
+    assert "runs[0].config_digest" in (tmp_path / "logs/job000.log").read_text()
+    assert not any(Path(r["folder"]).exists() for r in stale["runs"])

@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ppo.pipeline.job import copy_run, run_meta
+from ppo.pipeline.job import copy_run
+from ppo.pipeline.plan import run_meta
 from ppo.pipeline.publish import as_published, per_window, publish
 from ppo.pipeline.study import RUN_FILES, is_current, load_study, plan_groups, run_dir
 from ppo.training.driver import RunSpec, train_group
@@ -60,12 +61,14 @@ def test_published_runs_are_not_planned_and_copy_exactly(tmp_path):
 
 
 def test_one_process_copies_a_study_s_published_runs_and_refuses_a_changed_record(tmp_path, capsys):
-    """The pipeline's copy job (workflow/rules/train.smk): one ``python -m ppo.pipeline.job --copy-from`` per study
-    copies all its published runs, each checked first (task, seed and digest as planned; every record as its
-    manifest hashed it); a changed record is refused in one line naming the file, and nothing is copied."""
+    """The pipeline's copy job (workflow/rules/train.smk): one ``python -m ppo.pipeline.job --plan`` per study, its
+    plan naming each run's source, copies all its published runs, each checked first (task, seed and digest as
+    planned; every record as its manifest hashed it); a changed record is refused in one line naming the file, and
+    nothing is copied."""
     import shutil
 
     from ppo.pipeline import job
+    from ppo.pipeline.plan import make_plan
     from ppo.pipeline.study import RUN_FILES as FILES
 
     study = load_study("table1", "paper")
@@ -75,9 +78,9 @@ def test_one_process_copies_a_study_s_published_runs_and_refuses_a_changed_recor
         shutil.copytree(run_dir(PUBLISHED, study, run), source)
 
     def copy(results):
-        outputs = [str(run_dir(results, study, r) / name) for r in runs for name in FILES]
-        return job.main(["--study", "table1", "--scale", "paper", "--copy-from", *map(str, sources), "--digests",
-                         json.dumps({r.run_id: r.config_digest for r in runs}), *outputs])
+        plan = tmp_path / f"copy_{results.name}.json"  # beside the results: a refused copy leaves them as they were
+        plan.write_text(json.dumps(make_plan(results, study, runs, sources)))
+        return job.main(["--plan", str(plan)])
 
     assert copy(tmp_path / "results") == 0
     for run, source in zip(runs, sources):

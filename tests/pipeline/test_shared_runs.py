@@ -6,7 +6,8 @@ import pytest
 
 from ppo.config.errors import ConfigError
 from ppo.config.run_config import SCHEMA_VERSION
-from ppo.pipeline.job import COPIED_FILES, copy_run, run_meta
+from ppo.pipeline.job import COPIED_FILES, copy_run
+from ppo.pipeline.plan import run_meta
 from ppo.pipeline.study import load_study, shared_runs
 
 SMOKE_TASKS = ("InvertedPendulum-v5", "Hopper-v5")

@@ -2,7 +2,6 @@
 value horizon) against what is recorded (the raw full-game score); Table 5's annealing; groups; resume."""
 import dataclasses
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -197,19 +196,28 @@ def test_study_plans_49_games_and_refuses_mixing(tmp_path):
         load_study("atari", "smoke", experiments_dir=experiments)
 
 
-def test_run_folders_of_a_namespaced_task():
-    """ALE/Pong-v5 holds a slash: its runs live two folders deep, and the job still finds them."""
-    from ppo.pipeline.job import resolve_run
-    from ppo.training.layout import checkpoint_path
+def test_run_folders_of_a_namespaced_task(tmp_path):
+    """ALE/Pong-v5 holds a slash: its runs live two folders deep, and the job's plan still names them."""
+    import json
+
+    from ppo.pipeline.plan import read_plan, write_plan
 
     study = load_study("atari", "smoke")
-    folder = Path("results/atari/smoke/runs/ALE/Pong-v5/atari_ppo/seed0")
-    run = resolve_run(study, folder)
-    assert (run.task, run.variant.name, run.seed) == ("ALE/Pong-v5", "atari_ppo", 0)
-    checkpoint = checkpoint_path([folder], study.tasks)
-    assert checkpoint.parent == Path("results/atari/smoke/checkpoints") and checkpoint.name.startswith("ALE_Pong-v5-")
-    with pytest.raises(ConfigError, match="not a run of study atari"):
-        resolve_run(study, Path("results/atari/smoke/runs/ALE/Breakout-v5/atari_ppo/seed0"))
+    runs = [r for r in study.runs() if r.variant.name == "atari_ppo"]
+    path = write_plan(tmp_path / "results", study, "train_Pong-ppo-0", runs)
+    plan = read_plan(path)
+    run = plan.runs[0]
+    assert (run.task, run.variant, run.seed) == ("ALE/Pong-v5", "atari_ppo", 0)
+    assert run.folder == tmp_path / "results/atari/smoke/runs/ALE/Pong-v5/atari_ppo/seed0"
+    assert run.config == runs[0].variant.config and run.config_digest == runs[0].config_digest
+    assert plan.checkpoint.parent == tmp_path / "results/atari/smoke/checkpoints"
+    assert plan.checkpoint.name.startswith("ALE_Pong-v5-")
+    edited = json.loads(path.read_text())
+    edited["runs"][0]["task"] = "ALE/Breakout-v5"  # the run's name and folder are Pong's
+    path.write_text(json.dumps(edited))
+    with pytest.raises(ConfigError, match=r"field runs\[0\]\.run_id is 'ALE/Pong-v5/atari_ppo/seed0', but its task, "
+                                          r"variant and seed name 'ALE/Breakout-v5/atari_ppo/seed0'"):
+        read_plan(path)
 
 
 def test_deviations_list_every_protocol_setting_with_its_source():

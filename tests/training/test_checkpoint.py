@@ -89,11 +89,16 @@ def test_sigkill_of_the_real_job_then_restart(tmp_path):
     import sys
     import time
 
+    from ppo.pipeline.plan import write_plan
+    from ppo.pipeline.study import load_study
+
+    study = load_study("table1", "smoke")
+    group = [r for r in study.runs() if r.task == "InvertedPendulum-v5" and r.variant.name in ("clip_0.2", "kl_adaptive_0.01")]
+
     def command(root):
-        runs = root / "results/table1/smoke/runs/InvertedPendulum-v5"
-        outputs = [str(runs / v / "seed0" / "manifest.json") for v in ("clip_0.2", "kl_adaptive_0.01")]
-        return [sys.executable, "-m", "ppo.pipeline.job", "--study", "table1", "--scale", "smoke", "--checkpoint-every", "1",
-                *outputs], runs
+        plan = write_plan(root / "results", study, "train_InvertedPendulum-ppo-0", group)  # as the planner does
+        return [sys.executable, "-m", "ppo.pipeline.job", "--plan", str(plan), "--checkpoint-every", "1"], \
+            root / "results/table1/smoke/runs/InvertedPendulum-v5"
 
     cmd, reference = command(tmp_path / "a")
     subprocess.run(cmd, check=True, capture_output=True, timeout=300)

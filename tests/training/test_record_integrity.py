@@ -8,7 +8,7 @@ import pytest
 
 from analysis.io import RunDataError
 from analysis.io import load_study as load_records
-from ppo.pipeline.job import run_meta
+from ppo.pipeline.plan import run_meta
 from ppo.pipeline.publish import PUBLISHED
 from ppo.pipeline.study import is_current, load_study
 from ppo.training import records

@@ -47,7 +47,7 @@ def test_checks_beside_table1(tmp_path):
 
     from analysis.io import load_study
     from analysis.scores import final_scores
-    from ppo.pipeline.job import run_meta
+    from ppo.pipeline.plan import run_meta
     from ppo.pipeline.study import load_study as load_study_config
     from ppo.pipeline.study import run_dir
     from ppo.training.driver import RunSpec, train_group

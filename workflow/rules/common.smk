@@ -1,4 +1,3 @@
-import json
 import os
 import re
 import sys
@@ -15,6 +14,7 @@ from ppo.config.registry import algorithm_spec
 from ppo.envs import family_of
 from ppo.envs.family import task_name
 from ppo.pipeline import study as ppo_study
+from ppo.pipeline.plan import write_plan
 from ppo.pipeline.publish import published_random
 from ppo.pipeline.study import load_study, plan_groups, shared_runs
 from ppo.training import layout
@@ -95,11 +95,6 @@ def manifests(study):
     return [f"{run_dir(study, r)}/manifest.json" for r in study.runs()]
 
 
-def planned_digests(runs):
-    """The config digest planned for each run, as the JSON that ``python -m ppo.pipeline.job --digests`` checks."""
-    return json.dumps({r.run_id: r.config_digest for r in runs}, sort_keys=True)
-
-
 def is_current(study, run):
     """Finished, with every record, under the configuration the study now resolves for it."""
     return ppo_study.is_current("results", study, run)
@@ -130,7 +125,7 @@ def copy_source(study, run):
 def copy_jobs():
     """The copies, one job per study and source: {(study name, source): (study, [(run, its folder, its files)])},
     the source being "published" or the name of the study that trains the shared runs. One process copies them
-    all (ppo.pipeline.job --copy-from): a process per run cost 3-9 s each (importing torch), 15 min for the
+    all (ppo.pipeline.job, a copy plan): a process per run cost 3-9 s each (importing torch), 15 min for the
     paper scale's 430 copies on 2 cores."""
     jobs = {}
     for study in STUDIES:
@@ -148,13 +143,41 @@ COPY_JOBS = copy_jobs()
 GROUPS = plan_groups(STUDIES, config["group_size"], "results", published=PUBLISHED_DIR)
 
 
+def copy_id(owner):
+    """A copy job's name within its study: ``published``, or ``from_<the study that trains the runs>``."""
+    return "published" if owner == "published" else f"from_{owner}"
+
+
+def written_folders():
+    """Where the planned jobs write: checked before any job starts."""
+    return ([run_dir(s, r) for s, g in GROUPS for r in g.runs]
+            + [run_dir(s, r) for s, copies in COPY_JOBS.values() for r, _, _ in copies]
+            + [str(d("results", s)) for s in STUDIES
+               for d in (layout.plans_dir, layout.checkpoints_dir, layout.benchmarks_dir, layout.report_dir)]
+            + ["results/random", "logs"])
+
+
+# Each pending job's plan (ppo.pipeline.plan): the runs it trains or copies as resolved here, each with its full
+# config, seed, task, variant, folder and config digest, in results/<study>/<scale>/plans/<job>-<key>.json, the
+# job's input. Written while planning (a dry run too: Snakemake wants a job's input to exist when it plans it, so a
+# results folder that cannot be written stops a dry run here too), and only when its content changes: an
+# unchanged plan keeps its mtime, so that Snakemake's mtime trigger re-runs a job whose runs' settings changed and
+# nothing else. Finished runs are in no plan.
+try:
+    TRAIN_PLANS = {(s.name, g.group_id): str(write_plan("results", s, f"train_{g.group_id}", g.runs))
+                   for s, g in GROUPS}
+    COPY_PLANS = {(name, owner): str(write_plan("results", study, f"copy_{copy_id(owner)}",
+                                                [run for run, _, _ in copies], [folder for _, folder, _ in copies]))
+                  for (name, owner), (study, copies) in COPY_JOBS.items()}
+except OSError as err:
+    raise WorkflowError(f"cannot write results: {unwritable(written_folders()) or err}; no job was started, "
+                        "nothing was changed") from None
+
+
 onstart:
     # Not in a dry run, and only when there is work to do: a read-only results folder stops the run here,
     # before any job starts, instead of failing every job.
-    problem = unwritable([run_dir(s, r) for s, g in GROUPS for r in g.runs]
-                         + [run_dir(s, r) for s, copies in COPY_JOBS.values() for r, _, _ in copies]
-                         + [str(d("results", s)) for s in STUDIES for d in (layout.checkpoints_dir, layout.benchmarks_dir, layout.report_dir)]
-                         + ["results/random", "logs"])
+    problem = unwritable(written_folders())
     if problem:
         raise WorkflowError(f"cannot write results: {problem}; no job was started, nothing was changed")
 

@@ -1,7 +1,8 @@
 # Training: one job per group of pending runs (same study, task and algorithm; any mix of seeds and, for
-# PPO, objective settings), each run writing its own records, declared as the job's outputs. The shell
-# command is the same text for every group (Snakemake tracks it as code); which runs a job trains is given
-# by its {output} paths.
+# PPO, objective settings), each run writing its own records, declared as the job's outputs. Which runs a job
+# trains, with their resolved configs, is its plan (TRAIN_PLANS, common.smk: ppo.pipeline.plan), its one input;
+# the shell command is the same text for every group (Snakemake tracks it as code). A run re-trains when its
+# resolved configuration changes, and only then: its plan is rewritten, newer than the outputs.
 
 
 for _study, _group in GROUPS:
@@ -9,14 +10,11 @@ for _study, _group in GROUPS:
     rule:
         name:
             f"train_{_study.name}_{_group.group_id}"
+        input:
+            plan=TRAIN_PLANS[(_study.name, _group.group_id)],
         output:
             run_outputs(_study, _group.runs),
         params:
-            study=_study.name,
-            scale=_study.scale,
-            # A run re-trains when its resolved configuration changes, and only then; the job refuses a
-            # run whose configuration no longer resolves to the planned digest.
-            configs=planned_digests(_group.runs),
             checkpoint_every=config["checkpoint_every"],
         log:
             f"{log_dir(_study)}/train_{_group.group_id}.log",
@@ -28,33 +26,28 @@ for _study, _group in GROUPS:
             mem_mb=memory_mb(_study, _group),
             runtime=runtime_minutes(_study, _group),  # minutes; a job over its time limit is killed
         shell:
-            "python -m ppo.pipeline.job --study {params.study:q} --scale {params.scale:q} --threads {threads:q} "
-            "--checkpoint-every {params.checkpoint_every:q} --digests {params.configs:q} {output:q} > {log:q} 2>&1"
+            "python -m ppo.pipeline.job --plan {input.plan:q} --threads {threads:q} "
+            "--checkpoint-every {params.checkpoint_every:q} > {log:q} 2>&1"
 
 
 # Runs another study already trains (see SHARED in common.smk), or published with the project, are copied from
 # there, records unchanged: one job per study and source (COPY_JOBS), each source checked before anything is copied.
+# Its plan (COPY_PLANS) names each run's source.
 for (_name, _owner), (_study, _copies) in COPY_JOBS.items():
-    _copy_id = "published" if _owner == "published" else f"from_{_owner}"
 
     rule:
         name:
-            f"copy_{_name}_{_copy_id}"
+            f"copy_{_name}_{copy_id(_owner)}"
         input:
-            [f for _, _, files in _copies for f in files],
+            plan=COPY_PLANS[(_name, _owner)],
+            sources=[f for _, _, files in _copies for f in files],
         output:
             run_outputs(_study, [run for run, _, _ in _copies]),
-        params:
-            study=_study.name,
-            scale=_study.scale,
-            sources=[folder for _, folder, _ in _copies],  # in the order of the outputs' runs
-            configs=planned_digests([run for run, _, _ in _copies]),
         log:
-            f"{log_dir(_study)}/copy_{_copy_id}.log",
+            f"{log_dir(_study)}/copy_{copy_id(_owner)}.log",
         localrule: True
         shell:
-            "python -m ppo.pipeline.job --study {params.study:q} --scale {params.scale:q} --copy-from {params.sources:q} "
-            "--digests {params.configs:q} {output:q} > {log:q} 2>&1"
+            "python -m ppo.pipeline.job --plan {input.plan:q} > {log:q} 2>&1"
 
 
 rule random_policy:
