@@ -12,9 +12,10 @@
 #                                       end of a session, so that the next machine resumes them (`start` restores)
 #
 #   GRID_NAME=atari scripts/paper_grid.sh start|status|publish|watch|stop|carry
-#       the Atari paper scale's three games (./repro atari-three: Pong, Breakout, BeamRider; ATARI_VARIANTS,
-#       default atari_ppo, then atari_ppo,atari_a2c), one run per job, in ../atari-grid. A run is 3-5 h of one
-#       core, longer than a session: `carry` before a session ends, or the next machine starts it again.
+#       the Atari paper scale's three games (./repro atari-three: the atari study's selection `three`, Pong,
+#       Breakout, BeamRider; ATARI_VARIANTS, default atari_ppo, then atari_ppo,atari_a2c), one run per job, in
+#       ../atari-grid. A run is 3-5 h of one core, longer than a session: `carry` before a session ends, or the
+#       next machine starts it again.
 #
 # The clone ($GRID, default ../ppo-grid beside this repo) is never the tree being edited. Training runs
 # under nice, in jobs of at most $GROUP_SIZE runs (10-45 minutes each on one core). A group checkpoints
@@ -33,10 +34,13 @@ case "${GRID_NAME:-mujoco}" in
   atari)
     GRID="${GRID:-$(dirname "$REPO")/atari-grid}"
     STUDIES="${STUDIES:-atari}" GROUP_SIZE="${GROUP_SIZE:-1}" SB3_REFERENCE=0
-    atari_tasks=(ALE/Pong-v5 ALE/Breakout-v5 ALE/BeamRider-v5)
+    # ./repro atari-three's games and algorithms: the selection `three` of experiments/studies/atari.yaml
+    three="$(cd "$REPO" && .venv/bin/python -m ppo.pipeline.study --study atari --selection three --print tasks variants)" \
+      || exit 1
+    { read -r -a atari_tasks; read -r -a atari_variants; } <<< "$three"
     GRID_CONFIG=("tasks=[$(IFS=,; echo "${atari_tasks[*]}")]" "variants=[${ATARI_VARIANTS:-atari_ppo}]")
     # status counts ./repro atari-three's 18 runs (PPO and A2C), not the study's 441
-    STATUS_SCOPE=(--tasks "${atari_tasks[@]}" --variants atari_ppo atari_a2c) ;;
+    STATUS_SCOPE=(--tasks "${atari_tasks[@]}" --variants "${atari_variants[@]}") ;;
   *) echo "paper_grid: GRID_NAME is mujoco (default) or atari, not ${GRID_NAME}" >&2; exit 1 ;;
 esac
 # Groups of 11 runs of a task: 1.7-2.6x the steps/s per core of groups of 3 on HalfCheetah, Reacher,

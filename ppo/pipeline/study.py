@@ -2,9 +2,12 @@
 
 The planners (the Snakefile, ppo.pipeline.remote) resolve runs here and write each pending job's runs into its
 plan (ppo.pipeline.plan), which ``python -m ppo.pipeline.job`` reads: a run is resolved once, in one place.
+A study file may name parts of itself (``selections``: the Atari games trained at the paper's budget), which the
+shell commands read with ``python -m ppo.pipeline.study --study atari --selection three --print tasks``.
 """
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import fnmatch
 import json
@@ -27,11 +30,13 @@ from ..training.records import changed_record
 from .reports import REPORTS  # the analysis a study's results get
 from .rlhf_study import load_rlhf_study
 
-STUDY_KEYS = {"kind", "description", "tasks", "variants", "presets", "anchor", "report", "scales"}
+STUDY_KEYS = {"kind", "description", "tasks", "variants", "presets", "anchor", "report", "scales", "selections"}
+SELECTION_KEYS = {"tasks", "variants"}
 KINDS = ("mujoco", "rlhf")  # a study file's kind: tasks x variants x seeds (default), or ppo/pipeline/rlhf_study.py's grid
 SCALE_KEYS = {"label", "total_steps", "seeds", "tasks", "variants", "reduced"}
 MAX_SEEDS = 1000  # runs per task and variant: more would exhaust memory while planning
 MAX_TOTAL_STEPS = 10**10  # environment steps per run: more would never finish
+Selection = tuple[str, tuple[str, ...], tuple[str, ...]]  # a study's named part: (name, tasks, variants)
 
 
 @dataclass(frozen=True)
@@ -88,11 +93,16 @@ class Study:
     path: Path
     report: str = "table1"
     presets: tuple[tuple[str, str], ...] = ()  # (preset a variant names, preset applied instead): field presets
+    selections: tuple[Selection, ...] = ()  # the study file's field selections
     kind = "mujoco"  # trained by ppo.pipeline.job in groups (an RLHF study, ppo.pipeline.rlhf_study.RLHFStudy, by ppo.pipeline.rlhf_job)
     run_files = RUN_FILES  # what a finished run has written
 
     def runs(self) -> list[Run]:
         return [Run(t, v, s) for t in self.tasks for v in self.variants for s in range(self.seeds)]
+
+    def selection(self, name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(tasks, variants) of the study file's selection ``name``, to narrow the study with (``narrowed``)."""
+        return _named_selection(self.selections, name, self.path)
 
     def groups(self, group_size: int = 0, runs: list[Run] | None = None) -> list[Group]:
         """Pack each task's runs (default: all) into groups of at most ``group_size`` (0 = no limit)
@@ -237,6 +247,7 @@ def load_study(name: str, scale: str, seeds: int | None = None, experiments_dir:
     if anchor not in names:
         raise ConfigError(f"{path}: field anchor {show(anchor)} is not one of the study's variants {names}")
     presets = _preset_substitutions(data.get("presets", {}), path, experiments_dir)
+    selections = _selections(data, path, experiments_dir)
     variants = tuple(load_variant(n, experiments_dir, presets=presets, total_steps=total_steps) for n in names)
     unused = sorted(set(presets) - {v.named_preset for v in variants})
     if unused:  # a typo would otherwise leave the variants on their own preset without a word
@@ -255,7 +266,56 @@ def load_study(name: str, scale: str, seeds: int | None = None, experiments_dir:
     if report not in REPORTS:
         raise ConfigError(f"{path}: field report must be one of {list(REPORTS)}, got {show(report)}")
     return Study(name, scale, sc["label"], sc.get("reduced", True), tasks, variants, n_seeds,
-                 total_steps, anchor, path, report, tuple(presets.items()))
+                 total_steps, anchor, path, report, tuple(presets.items()), selections)
+
+
+def load_selection(name: str, selection: str,
+                   experiments_dir: Path = EXPERIMENTS_DIR) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(tasks, variants) of the selection ``selection`` of ``experiments/studies/<name>.yaml``, read without
+    resolving the study at a scale (the shell commands: ./repro atari-three, scripts/paper_grid.sh)."""
+    path = experiments_dir / "studies" / f"{name}.yaml"
+    check_name(name, "study name", str(path))
+    data = read_yaml(path)
+    if not isinstance(data, dict) or data.get("kind", "mujoco") != "mujoco":
+        raise ConfigError(f"{path}: field selections: only a study of tasks x variants (kind mujoco) names selections")
+    return _named_selection(_selections(data, path, experiments_dir), selection, path)
+
+
+def _selections(data: dict, path: Path, experiments_dir: Path) -> tuple[Selection, ...]:
+    """The study file's ``selections``: {name: {tasks: [...], variants: [...]}}, parts of the study named once
+    (the three Atari games of ./repro atari-three), each task one of the study's ``tasks`` and each variant one
+    its ``variants`` patterns match."""
+    value = data.get("selections", {})
+    if not isinstance(value, dict):
+        raise ConfigError(f"{path}: field selections must be a mapping {{name: {{tasks: [...], variants: [...]}}}}, "
+                          f"got {show(value)}")
+    if not value:
+        return ()
+    tasks = check_name_list(data.get("tasks"), "tasks", path)
+    patterns = check_name_list(data.get("variants"), "variants", path)
+    variants = _variant_names(patterns, "variants", path, experiments_dir)
+    out = []
+    for name, entry in value.items():
+        check_name(name, "field selections: a selection's name", str(path))
+        entry = check_mapping(entry, f"selections.{name}", path)
+        check_keys(entry, SELECTION_KEYS, SELECTION_KEYS, path, prefix=f"selections.{name}.")
+        chosen = {}
+        for field, known in (("tasks", tasks), ("variants", variants)):
+            chosen[field] = check_name_list(entry[field], f"selections.{name}.{field}", path)
+            unknown = [v for v in chosen[field] if v not in known]
+            if unknown:
+                raise ConfigError(f"{path}: field selections.{name}.{field}: {show(unknown[0])} is not one of the "
+                                  f"study's {field} ({list(known)})")
+        out.append((name, chosen["tasks"], chosen["variants"]))
+    return tuple(out)
+
+
+def _named_selection(selections: tuple[Selection, ...], name: str,
+                     path: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    for known, tasks, variants in selections:
+        if known == name:
+            return tasks, variants
+    raise ConfigError(f"{path}: field selections has no selection {show(name)} (it has {[s[0] for s in selections]})")
 
 
 def _scale(data: dict, scale: str, seeds: int | None, path: Path) -> tuple[dict, int, int]:
@@ -363,3 +423,25 @@ def _preset_substitutions(value, path: Path, experiments_dir: Path) -> dict[str,
                                   f"({experiments_dir / 'presets' / name}.yaml does not exist); available: {available}")
     return dict(value)
 
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description="Print a selection of a study file (its field selections), for the "
+                                            "shell commands: one line per field asked for.")
+    p.add_argument("--study", required=True, help="experiments/studies/<study>.yaml")
+    p.add_argument("--selection", required=True, help="a name under the file's selections")
+    p.add_argument("--print", nargs="+", choices=("tasks", "variants"), required=True, dest="fields",
+                   help="the names, separated by spaces")
+    p.add_argument("--as-config", action="store_true", help="as Snakemake's --config values: tasks=[a,b,c]")
+    args = p.parse_args(argv)
+    try:
+        chosen = dict(zip(("tasks", "variants"), load_selection(args.study, args.selection)))
+    except ConfigError as err:
+        print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
+        return 2
+    for field in args.fields:
+        print(f"{field}=[{','.join(chosen[field])}]" if args.as_config else " ".join(chosen[field]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

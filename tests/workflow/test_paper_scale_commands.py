@@ -39,12 +39,13 @@ def test_mujoco_paper_scale_plans_no_atari_run():
 
 def test_atari_three_plans_the_three_games_ppo_and_a2c_of_the_paper_scale():
     """./repro atari-three: the paper scale's own runs (same folders, so published ones are copied, all of them by
-    one job), the others trained one a job."""
+    one job), the others trained one a job; its games and algorithms are the atari study's selection three."""
     from ppo.pipeline.study import is_current, load_study, narrowed
 
-    config = ["studies=[atari]", "scale=paper", "group_size=1", "tasks=[ALE/Pong-v5,ALE/Breakout-v5,ALE/BeamRider-v5]",
-              "variants=[atari_ppo,atari_a2c]"]
-    done = subprocess.run([*SNAKEMAKE, "--forceall", "--config", *config], capture_output=True, text=True, timeout=300)
+    assert load_study("atari", "paper").selection("three") == (("ALE/Pong-v5", "ALE/Breakout-v5", "ALE/BeamRider-v5"),
+                                                               ("atari_ppo", "atari_a2c"))
+    done = subprocess.run([str(ROOT / "repro"), "atari-three", "--verbose", "-n", "--forceall", "--quiet", "rules"],
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     # a run not published is trained one a job (train_atari_<Game>-<algo>-<n>); the published ones are copied by one
     # job (copy_atari_published)

@@ -37,6 +37,7 @@ from analysis.scores import final_scores
 from analysis.stats import interval_side, same_runs
 from analysis.table1 import (BEST, NOT_DISTINGUISHABLE, TIE_MARGIN, clearly_below, load_published_table1,
                              normalize_scores, paper_checks, paper_rows, rank_agreement, table1)
+from ppo.envs.family import task_name
 from ppo.pipeline.progress import clock
 from ppo.pipeline.publish import CHECKS
 from ppo.pipeline.publish import STUDIES as PUBLISHED_STUDIES
@@ -46,8 +47,6 @@ from ppo.pipeline.study import shared_runs
 REFERENCE_DIR = Path(__file__).resolve().parents[2] / "reference"
 REFERENCES = REFERENCE_DIR / "mujoco_reference_scores.csv"
 SCALE = "paper"  # the published runs' scale
-# The Atari games and algorithms the project trains at the paper's budget (./repro atari-three).
-ATARI_THREE = {"games": ("BeamRider", "Breakout", "Pong"), "variants": ("atari_ppo", "atari_a2c"), "seeds": 3}
 
 
 def cells_of(lines) -> list[list[str]]:
@@ -506,7 +505,13 @@ def atari_results(published: Path) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     return verdicts(rows6, scores, load_atari_references(REFERENCE_DIR / "atari_reference_scores.csv")), manifests
 
 
-ATARI_PLANNED = len(ATARI_THREE["games"]) * len(ATARI_THREE["variants"]) * ATARI_THREE["seeds"]
+@functools.cache
+def atari_three() -> tuple[tuple[str, ...], int, int]:
+    """(games, runs, seeds) of ./repro atari-three, the Atari games and algorithms the project trains at the paper's
+    budget: the atari study's selection ``three`` (experiments/studies/atari.yaml) at the paper's scale."""
+    study = load_study_config("atari", SCALE)
+    tasks, variants = study.selection("three")
+    return tuple(sorted(task_name(t) for t in tasks)), len(tasks) * len(variants) * study.seeds, study.seeds
 
 
 def atari_beside_paper(published: Path, results: tuple | None = None) -> tuple[str, str] | None:
@@ -525,8 +530,9 @@ def atari_beside_paper(published: Path, results: tuple | None = None) -> tuple[s
                        *("| " + " | ".join(cells) + " |" for cells in body)])
     # wall_seconds covers every part of a run resumed from checkpoints (the driver's clock carries on)
     hours = pd.to_numeric(manifests["wall_seconds"], errors="coerce").sum() / 3600
-    note = (f"{len(manifests)} of the {ATARI_PLANNED} runs of ./repro atari-three published (PPO, then A2C, on "
-            f"{', '.join(ATARI_THREE['games'])}; 10M agent steps = 40M frames, 3 seeds), {hours:.1f} core-hours of "
+    games, planned, seeds = atari_three()
+    note = (f"{len(manifests)} of the {planned} runs of ./repro atari-three published (PPO, then A2C, on "
+            f"{', '.join(games)}; 10M agent steps = 40M frames, {seeds} seeds), {hours:.1f} core-hours of "
             "training. Score: mean raw game score of a run's last 100 training episodes (Table 6). The t interval "
             "keeps its coverage at 3 seeds, where a bootstrap interval is the seeds' range; the verdict's rule and "
             "CleanRL's numbers: results/atari/paper/report/atari_verdicts.md after ./repro atari-three, "
@@ -546,7 +552,7 @@ def atari_finding(results: tuple | None) -> str | None:
     done = len(reproduced) + len(not_reproduced)
     head = ("no verdict yet" if not done else "reproduced" if not len(not_reproduced) and not pending else
             "not reproduced" if not len(reproduced) and not pending else "partly reproduced")
-    return (f"**Atari, Table 6: {head}**: {len(manifests)} of the {ATARI_PLANNED} runs of ./repro atari-three published; "
+    return (f"**Atari, Table 6: {head}**: {len(manifests)} of the {atari_three()[1]} runs of ./repro atari-three published; "
             + ", ".join([f"reproduced on {', '.join(reproduced)}"] * bool(len(reproduced))
                         + [f"not reproduced on {', '.join(not_reproduced)}"] * bool(len(not_reproduced))
                         + [f"{pending} game × algorithm cell(s) without a verdict yet (fewer than 2 seeds)"] * bool(pending))
