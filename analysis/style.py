@@ -8,8 +8,8 @@ their parameter, with a dash pattern each, so two settings of a family differ in
 blue, so blue stays PPO's clipping. The anchor (ε = 0.2, the paper's choice) is drawn darkest, thickest and on top.
 
 **Legibility.** A figure is at most :data:`PAGE_WIDTH_IN` inches wide and no text is smaller than
-:data:`FONTS`' smallest size, so at GitHub's 980 px content width (the width a figure of ``docs/`` is scaled
-to) its smallest text is about 11 px; :func:`smallest_text_px` measures it on a drawn figure.
+:data:`FONTS`' smallest size (9.5 pt), so at GitHub's 980 px content width (the width a figure of ``docs/`` is scaled
+to) its smallest text is about 12 px; :func:`smallest_text_px` measures it on a drawn figure.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import math
 import re
 import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
@@ -30,7 +30,7 @@ from matplotlib.lines import Line2D
 from matplotlib.text import Text
 
 PAGE_PX = 980  # GitHub's markdown column: wider images are scaled down to it
-PAGE_WIDTH_IN = 11.0  # widest figure: at PAGE_PX its 9 pt text is 9 * 980 / (72 * 11) = 11.1 px
+PAGE_WIDTH_IN = 11.0  # widest figure: at PAGE_PX its 9.5 pt text is 9.5 * 980 / (72 * 11) = 11.8 px
 DPI = 100  # 1,100 px for the widest figure: GitHub shows it at 980
 FONTS = {"font.size": 10.5, "axes.titlesize": 11.0, "axes.labelsize": 10.5, "xtick.labelsize": 9.5,
          "ytick.labelsize": 9.5, "legend.fontsize": 9.5, "legend.title_fontsize": 10.0, "figure.titlesize": 11.5}
@@ -120,11 +120,6 @@ def variant_styles(variants: Iterable[str], anchor: str | None = None) -> dict[s
 def variant_colors(variants: Iterable[str], anchor: str | None = None) -> dict[str, tuple[float, float, float] | str]:
     """The colour of each variant (:func:`variant_styles`)."""
     return {v: s.color for v, s in variant_styles(variants, anchor).items()}
-
-
-def emphasised(style: Style) -> Style:
-    """``style`` as an anchor's: thickest and on top."""
-    return replace(style, width=ANCHOR_WIDTH, dash="-", zorder=3.0)
 
 
 def legible(draw: Callable) -> Callable:
