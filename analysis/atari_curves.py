@@ -74,7 +74,7 @@ def plot_atari_curves(per_seed: pd.DataFrame, path: str | Path, title: str,
     colors = variant_colors(variants)
     ncols = min(3, max(1, len(games)))
     nrows = max(1, math.ceil(len(games) / ncols))
-    width = min(PAGE_WIDTH_IN, max(3.7 * ncols, 7.5))  # room for the budget line in the title
+    width = min(PAGE_WIDTH_IN, max(3.9 * ncols, 7.5))  # room for the budget line in the title
     fig, axes = new_figure((width, 3.3 * nrows + 1.2), nrows, ncols)
     for ax, game in zip(axes, games):
         for variant in variants:
@@ -93,7 +93,7 @@ def plot_atari_curves(per_seed: pd.DataFrame, path: str | Path, title: str,
             ax.text(0.5, 0.5, "no finished episode yet", ha="center", va="center", transform=ax.transAxes)
         ax.set_xlim(0, max(1.0, float(curves.loc[curves["game"] == game, "frames"].max())))
         ax.set_title(game)
-        ax.set_xlabel("emulator frames (agent steps × frame skip)")
+        ax.set_xlabel("emulator frames")  # agent steps × frame skip: the caption and the title say so
         ax.xaxis.set_major_formatter(EngFormatter(sep=""))
         ax.xaxis.set_major_locator(MaxNLocator(4))
         ax.set_ylabel("raw game score per episode")
