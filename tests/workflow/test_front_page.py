@@ -165,3 +165,21 @@ def test_the_page_opens_on_this_run_and_the_terminal_ends_on_it(tmp_path):
     assert "Welch's 95% interval of the difference" in summary  # the rule the user's table is read by
     assert "## The checks of Table 1, beside it (paper scale)" in page and "The checks of Table 1" not in summary
     assert "<table>" in (out / "front.rst").read_text()
+
+
+def test_first_page_markdown_becomes_html_with_its_lists_and_emphasis():
+    # The report's landing page is HTML inside reStructuredText: markdown left as text shows '- **…**' to the reader
+    page = front_page.markdown_to_html("# The paper beside it\n\n- **Table 1: partly reproduced**: ρ 0.64\n"
+                                       "- Figure 3 by `analysis.figure3`\n\n| a | b |\n|---|---|\n| **x** | 1 < 2 |\n")
+    assert page.splitlines() == [
+        "<h2>The paper beside it</h2>",
+        "<ul><li><strong>Table 1: partly reproduced</strong>: ρ 0.64</li>"
+        "<li>Figure 3 by <code>analysis.figure3</code></li></ul>",
+        "<table><thead><tr><th>a</th><th>b</th></tr></thead><tbody>"
+        "<tr><td><strong>x</strong></td><td>1 &lt; 2</td></tr></tbody></table>"]
+    assert "**" not in page and "- " not in page
+
+
+def test_training_time_reads_as_a_duration():
+    assert [front_page.duration(s) for s in (0, 45, 465, 3600, 76409)] == ["0 s", "45 s", "7 min 45 s", "1 h 0 min",
+                                                                             "21 h 13 min"]

@@ -38,7 +38,6 @@ from analysis.stats import interval_side, same_runs
 from analysis.table1 import (BEST, NOT_DISTINGUISHABLE, TIE_MARGIN, clearly_below, load_published_table1,
                              normalize_scores, paper_checks, paper_rows, rank_agreement, table1)
 from ppo.envs.family import task_name
-from ppo.pipeline.progress import clock
 from ppo.pipeline.publish import CHECKS
 from ppo.pipeline.publish import STUDIES as PUBLISHED_STUDIES
 from ppo.pipeline.study import load_study as load_study_config
@@ -81,8 +80,8 @@ def study_section(provenance: Path, headline: Path, columns: list[str]) -> tuple
     rows = dict(pd.read_csv(provenance, dtype=str, keep_default_na=False).itertuples(index=False))
     seconds = float(rows.get("runs_training_seconds", "0") or 0)
     summary = (f"{rows.get('scale_label', rows.get('scale', ''))}. Runs on {rows.get('tasks', '')}: "
-               f"{rows.get('runs_status', '?')}. Training jobs: {clock(seconds)} (m:ss, or h:mm:ss from an hour, "
-               f"summed over jobs; {rows.get('cpu_count', '?')} cores here). Code: {code_version(rows)}.")
+               f"{rows.get('runs_status', '?')}. Training: {duration(seconds)}, summed over jobs "
+               f"({rows.get('cpu_count', '?')} cores here). Code: {code_version(rows)}.")
     table = headline_table(headline, columns)
     return (f"{rows.get('study', '?')} ({rows.get('scale', '?')})", summary,
             readable_headings(table) + noise_note(headline_table(headline, [])))  # the rule may read unshown columns
@@ -567,30 +566,53 @@ def markdown_table(table: pd.DataFrame) -> str:
     return "\n".join([head, rule, *body])
 
 
+def duration(seconds: float) -> str:
+    """A length of time as a reader says it: '45 s', '7 min 45 s', '21 h 13 min'."""
+    seconds = max(0, int(round(seconds)))
+    hours, rest = divmod(seconds, 3600)
+    if hours:
+        return f"{hours} h {rest // 60} min"
+    return f"{rest // 60} min {rest % 60} s" if rest >= 60 else f"{rest} s"
+
+
+def inline_html(text: str) -> str:
+    """One line of the page's markdown as HTML: escaped, with its **bold** and `code` spans."""
+    text = html.escape(text, quote=False)
+    text = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", text)
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
+
+
 def markdown_to_html(md: str) -> str:
-    """A markdown pipe table (and the paragraphs around it) as HTML, for the report's first page."""
-    out, rows = [], []
+    """The first page's markdown (headings, paragraphs, '- ' lists, pipe tables, **bold**, `code`) as HTML."""
+    out, rows, items = [], [], []
 
     def flush():
+        if items:
+            out.append("<ul>" + "".join(f"<li>{inline_html(i)}</li>" for i in items) + "</ul>")
+            items.clear()
         if rows:
             cells = cells_of(r for r in rows if not set(r) <= set("|-: "))
             head, body = cells[0], cells[1:]
-            out.append("<table><thead><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in head) + "</tr></thead><tbody>"
-                       + "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in body)
+            out.append("<table><thead><tr>" + "".join(f"<th>{inline_html(c)}</th>" for c in head) + "</tr></thead><tbody>"
+                       + "".join("<tr>" + "".join(f"<td>{inline_html(c)}</td>" for c in r) + "</tr>" for r in body)
                        + "</tbody></table>")
             rows.clear()
 
     for line in md.splitlines():
-        if line.lstrip().startswith("|"):
+        text = line.strip()
+        if text.startswith("|"):
             rows.append(line)
+        elif text.startswith("- "):
+            if rows:
+                flush()
+            items.append(text[2:])
         else:
             flush()
-            text = line.strip()
             if text.startswith("#"):
                 level = min(4, len(text) - len(text.lstrip("#")) + 1)  # the report's own title is <h1>
-                out.append(f"<h{level}>{html.escape(text.lstrip('#').strip())}</h{level}>")
+                out.append(f"<h{level}>{inline_html(text.lstrip('#').strip())}</h{level}>")
             elif text:
-                out.append(f"<p>{html.escape(text)}</p>")
+                out.append(f"<p>{inline_html(text)}</p>")
     flush()
     return "\n".join(out)
 
