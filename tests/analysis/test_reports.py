@@ -85,7 +85,7 @@ def test_front_page_shows_the_headline_and_the_published_paper_scale_runs(tmp_pa
             "--published", str(REPO / "published"), "--out-md", str(md), "--out-rst", str(rst)]
     assert _script("front_page.py").main(argv) == 0
     text = md.read_text()
-    assert "## table1 (reduced)" in text and "Training jobs: 2:05" in text
+    assert "## table1 (reduced)" in text and "Training: 2 min 5 s, summed over jobs" in text
     assert "| setting | normalised score | paper |\n| --- | ---: | ---: |\n| Clipping, ε = 0.2 | 0.81 | 0.82 |" \
         in text.replace("|---|---:|---:|", "| --- | ---: | ---: |")
     # Walker2d-v5's Table 1 is published complete (11 settings x 3 seeds): its row for ε = 0.2 is shown
