@@ -4,7 +4,8 @@
 #
 #   scripts/paper_grid.sh start [REV]   train from a clone at a committed revision (default: this repo's HEAD)
 #                                       and, while some are missing, the Stable-Baselines3 reference runs
-#   scripts/paper_grid.sh status        what is running, what has finished, core-hours so far
+#   scripts/paper_grid.sh status        what is running, what has finished, core-hours so far, how far each
+#                                       unfinished group got (its last checkpoint)
 #   scripts/paper_grid.sh publish [--from DIR]   copy finished runs' records into published/, commit them
 #   scripts/paper_grid.sh watch [MIN]   publish every MIN minutes (default 10) while the grid runs
 #   scripts/paper_grid.sh stop [grid]   stop both, or the grid alone (the SB3 runs have no checkpoints)
@@ -116,6 +117,8 @@ case "${1:-status}" in
     if running; then echo "running in $GRID"; else echo "not running"; fi
     if sb3_running; then echo "SB3 reference runs: training (log: $GRID/sb3.log)"; fi
     (cd "$REPO" && .venv/bin/python -m ppo.pipeline.publish --status --studies $(published_studies) "${STATUS_SCOPE[@]}" --from "$GRID" --sb3 "$GRID/results/sb3_reference" "${@:2}")
+    # the groups still training: how far each got (from its last checkpoint) and on which processors
+    (cd "$REPO" && .venv/bin/python -m ppo.pipeline.carry unfinished --from "$GRID")
     ;;
   publish)
     # more sources (an unpacked ppo.pipeline.remote archive): scripts/paper_grid.sh publish --from DIR

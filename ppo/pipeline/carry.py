@@ -7,6 +7,7 @@ travels here:
 
     python -m ppo.pipeline.carry save --from ../atari-grid --commit   # at the end of a session: grid-state/ := the grid's
     python -m ppo.pipeline.carry restore --into ../atari-grid         # before the grid starts: the newer of each
+    python -m ppo.pipeline.carry unfinished --from ../atari-grid      # how far each unfinished group got, and where
 
 ``grid-state/<study>/<scale>/checkpoints/<name>.pt`` mirrors ``<grid>/results/<study>/<scale>/checkpoints/``.
 ``save`` copies each checkpoint that is newer (a later iteration) than the committed one and removes committed
@@ -19,6 +20,7 @@ about 10 MB per unfinished Atari run and session.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import subprocess
 import sys
@@ -102,6 +104,29 @@ def resumable(grid: Path) -> list[Path]:
     return [manifest for _, manifest in sorted(found, key=lambda item: -item[0])]
 
 
+def unfinished(grid: Path) -> list[str]:
+    """One line per unfinished group with a checkpoint in the grid: its runs, how far (agent steps of the run's
+    budget, from the iteration and the config the checkpoint holds) and where it trained (its parts' processors)."""
+    results, lines = grid / "results", []
+    for relative, path in checkpoints(results).items():
+        try:
+            state = torch.load(path, weights_only=True, map_location="cpu")
+            config = json.loads(state["fingerprint"][0][3])
+            total = int(config["total_steps"])
+            done = min(total, int(state["iteration"]) * int(config["num_envs"]) * int(config["horizon"]))
+            parts = state.get("parts") or []
+        except Exception:  # noqa: BLE001 - any unreadable file means the same here
+            lines.append(f"{relative}: not a readable checkpoint")
+            continue
+        runs = [str(entry[0]) for entry in state["fingerprint"]]
+        if finished(relative, runs, [results, PUBLISHED]):
+            continue
+        processors = sorted({str(part.get("platform", "?")) for part in parts})
+        lines.append(f"{', '.join(runs)}: {done:,} of {total:,} agent steps ({done / total:.0%}), iteration "
+                     f"{state['iteration']}, {len(parts)} part(s) on {', '.join(processors) or 'unknown'}")
+    return lines
+
+
 def commit(changes: list[str], repo: Path = PROJECT_ROOT) -> None:
     """Commit grid-state/ alone, whatever else the work tree holds."""
     subprocess.run(["git", "-C", str(repo), "add", "-A", "grid-state"], check=True)
@@ -122,7 +147,12 @@ def main(argv=None) -> int:
     r.add_argument("--into", dest="grid", type=Path, required=True, help="the grid's clone (holds results/)")
     q = sub.add_parser("resumable", help="print the manifests of unfinished runs with a checkpoint, furthest first")
     q.add_argument("--from", dest="grid", type=Path, required=True, help="the grid's clone (holds results/)")
+    u = sub.add_parser("unfinished", help="print each unfinished group's runs, steps done and processors")
+    u.add_argument("--from", dest="grid", type=Path, required=True, help="the grid's clone (holds results/)")
     args = p.parse_args(argv)
+    if args.command == "unfinished":
+        print("\n".join(unfinished(args.grid)) or "no unfinished group has a checkpoint")
+        return 0
     if args.command == "resumable":
         print("\n".join(str(manifest) for manifest in resumable(args.grid)))
         return 0

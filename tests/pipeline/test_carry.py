@@ -49,6 +49,9 @@ def test_the_furthest_checkpoint_travels_and_a_finished_group_leaves(tmp_path, m
     assert carry.progress(state / CKPT)[0] == 5
     assert len(carry.restore(machine_a, state)) == 1 and carry.progress(machine_a / "results" / CKPT)[0] == 5
     assert carry.restore(machine_a, state) == []  # as far already: nothing to copy
+    # how far it got, in agent steps (5 iterations x 128 steps x 1 env of the 1,024) and where: A's part, then B's
+    [line] = carry.unfinished(machine_a)
+    assert line.startswith("Hopper-v5/clip_0.2/seed7: 640 of 1,024 agent steps (62%), iteration 5, 2 part(s) on ")
 
     # A finishes the group: its checkpoint is gone, its records written; the carried copy is removed
     train_group([spec(machine_a)], log=lambda _: None, checkpoint=machine_a / "results" / CKPT, checkpoint_every=1)
@@ -57,6 +60,7 @@ def test_the_furthest_checkpoint_travels_and_a_finished_group_leaves(tmp_path, m
     assert carry.save(machine_a, state) == [f"{CKPT}: removed (its group finished)"]
     assert not (state / CKPT).exists()
     assert carry.resumable(machine_a) == []  # finished: nothing to put first
+    assert carry.unfinished(machine_a) == []
 
 
 def test_a_leftover_checkpoint_of_finished_runs_is_not_restored(tmp_path, monkeypatch):
