@@ -1,4 +1,8 @@
-"""Stand-in for SIGKILL in the resume tests: make a function raise on its n-th call, wherever that is."""
+"""Stand-in for SIGKILL in the resume tests: make a function raise on its n-th call, wherever that is; or a real
+SIGKILL of a process once it has written its first checkpoint."""
+import os
+import signal
+import time
 
 
 class Killed(Exception):
@@ -33,3 +37,17 @@ def kill_then_resume(monkeypatch, train_group, specs, checkpoint, target, name, 
     resumed = train_group(specs, log=messages.append, checkpoint=checkpoint, checkpoint_every=1)
     assert any("resumed from" in msg for msg in messages)
     return resumed
+
+
+def sigkill_after_first_checkpoint(process, checkpoints, timeout, group=False):
+    """SIGKILL ``process`` (with ``group``: its whole process group) as soon as a ``*.pt`` file appears in the folder
+    ``checkpoints``, or after ``timeout`` seconds; returns the checkpoints found."""
+    deadline = time.time() + timeout
+    while not (checkpoints.is_dir() and any(checkpoints.glob("*.pt"))) and time.time() < deadline:
+        time.sleep(0.005)
+    if group:
+        os.killpg(process.pid, signal.SIGKILL)
+    else:
+        os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    return sorted(checkpoints.glob("*.pt"))

@@ -6,7 +6,7 @@ import json
 import pandas as pd
 import pytest
 import torch
-from killing import Killed, kill_at
+from killing import Killed, kill_at, sigkill_after_first_checkpoint
 
 import ppo.algorithms.ppo
 import ppo.envs.lockstep
@@ -83,11 +83,8 @@ def test_corrupt_checkpoint_is_kept_aside_and_the_group_starts_over(tmp_path, un
 
 def test_sigkill_of_the_real_job_then_restart(tmp_path):
     """The pipeline's own command, killed with SIGKILL right after its first checkpoint, then re-run."""
-    import os
-    import signal
     import subprocess
     import sys
-    import time
 
     from ppo.pipeline.plan import write_plan
     from ppo.pipeline.study import load_study
@@ -104,13 +101,8 @@ def test_sigkill_of_the_real_job_then_restart(tmp_path):
     subprocess.run(cmd, check=True, capture_output=True, timeout=300)
     cmd, killed = command(tmp_path / "b")
     job = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    checkpoints = tmp_path / "b/results/table1/smoke/checkpoints"
-    deadline = time.time() + 240
-    while not (checkpoints.exists() and any(checkpoints.glob("*.pt"))) and time.time() < deadline:
-        time.sleep(0.005)
-    os.kill(job.pid, signal.SIGKILL)
-    job.wait()
-    assert any(checkpoints.glob("*.pt")), "no checkpoint was written before the kill"
+    assert sigkill_after_first_checkpoint(job, tmp_path / "b/results/table1/smoke/checkpoints", 240), \
+        "no checkpoint was written before the kill"
     assert not (killed / "clip_0.2/seed0/manifest.json").exists(), "the job finished before it was killed"
     restarted = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=300)
     assert "resumed from" in restarted.stdout

@@ -3,15 +3,13 @@ again, and a group killed after a checkpoint resumes from it. The long-running g
 restarted at a new revision from their checkpoints with Snakemake's rerun triggers mtime, params, input and
 software-env; a job that gains an input (its plan) or loses parameters must not retrain a finished run."""
 import json
-import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from killing import sigkill_after_first_checkpoint
 
 pytestmark = pytest.mark.integration  # runs Snakemake: about 2 minutes on 2 busy cores
 
@@ -47,13 +45,7 @@ def kill_after_first_checkpoint(project, targets):
     pipeline = subprocess.Popen([sys.executable, "-m", "snakemake", "--cores", "1", *targets, *CONFIG,
                                  "checkpoint_every=1"], cwd=project, start_new_session=True,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    checkpoints = project / "results/table1/smoke/checkpoints"
-    deadline = time.time() + 300
-    while not (checkpoints.is_dir() and any(checkpoints.glob("*.pt"))) and time.time() < deadline:
-        time.sleep(0.005)
-    os.killpg(pipeline.pid, signal.SIGKILL)
-    pipeline.wait()
-    return sorted(checkpoints.glob("*.pt"))
+    return sigkill_after_first_checkpoint(pipeline, project / "results/table1/smoke/checkpoints", 300, group=True)
 
 
 def train_jobs(dry_run):
