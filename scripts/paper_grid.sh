@@ -82,8 +82,10 @@ case "${1:-status}" in
     "$GRID/repro" setup
     # Unfinished groups' checkpoints that a session committed (on this machine or another): the furthest of each
     (cd "$REPO" && .venv/bin/python -m ppo.pipeline.carry restore --into "$GRID")
-    # A stopped session leaves Snakemake's lock behind; nothing else uses this clone (checked above).
-    "$GRID/.venv/bin/snakemake" --directory "$GRID" --unlock > /dev/null 2>&1 || true
+    # A stopped session leaves Snakemake's lock behind; nothing else uses this clone (checked above). The clone's
+    # own Snakefile: this repo's may import modules the clone's revision lacks, and then nothing is unlocked.
+    (cd "$GRID" && .venv/bin/snakemake --directory "$GRID" --snakefile "$GRID/workflow/Snakefile" --unlock) \
+      > "$GRID/unlock.log" 2>&1 || die "unlocking $GRID failed (log: $GRID/unlock.log)"
     grid_cores="$CORES"
     if sb3_running; then  # left running when the grid alone was stopped: it keeps its core
       grid_cores=$((CORES - 1))
