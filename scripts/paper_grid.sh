@@ -17,6 +17,8 @@
 #       Breakout, BeamRider; ATARI_VARIANTS, default atari_ppo, then atari_ppo,atari_a2c), one run per job, in
 #       ../atari-grid. A run is 3-5 h of one core, longer than a session: `carry` before a session ends, or the
 #       next machine starts it again.
+#   GRID_NAME=rlhf scripts/paper_grid.sh start|status|stop
+#       the RLHF study at its full scale (experiments/studies/rlhf.yaml), in ../rlhf-grid, on one core (CORES=1)
 #
 # The clone ($GRID, default ../ppo-grid beside this repo) is never the tree being edited. Training runs
 # under nice, in jobs of at most $GROUP_SIZE runs (10-45 minutes each on one core). A group checkpoints
@@ -42,7 +44,12 @@ case "${GRID_NAME:-mujoco}" in
     GRID_CONFIG=("tasks=[$(IFS=,; echo "${atari_tasks[*]}")]" "variants=[${ATARI_VARIANTS:-atari_ppo}]")
     # status counts ./repro atari-three's 18 runs (PPO and A2C), not the study's 441
     STATUS_SCOPE=(--tasks "${atari_tasks[@]}" --variants "${atari_variants[@]}") ;;
-  *) echo "paper_grid: GRID_NAME is mujoco (default) or atari, not ${GRID_NAME}" >&2; exit 1 ;;
+  rlhf)
+    # The RLHF study at its full scale (issue 32: 300 runs of about a minute, ~5.7 core-hours; no checkpoints,
+    # a stopped session loses the runs in progress only), on one core beside the Atari grid by default
+    GRID="${GRID:-$(dirname "$REPO")/rlhf-grid}"
+    STUDIES=rlhf SCALE=full SB3_REFERENCE=0 CORES="${CORES:-1}" GRID_CONFIG=() STATUS_SCOPE=() ;;
+  *) echo "paper_grid: GRID_NAME is mujoco (default), atari or rlhf, not ${GRID_NAME}" >&2; exit 1 ;;
 esac
 # Groups of 11 runs of a task: 1.7-2.6x the steps/s per core of groups of 3 on HalfCheetah, Reacher,
 # InvertedPendulum and Swimmer (benchmarks/throughput.py --groups 3 11, 2026-11-24: the batched update
@@ -81,7 +88,7 @@ case "${1:-status}" in
     git -C "$GRID" checkout -q --detach "$rev"
     "$GRID/repro" setup
     # Unfinished groups' checkpoints that a session committed (on this machine or another): the furthest of each
-    (cd "$REPO" && .venv/bin/python -m ppo.pipeline.carry restore --into "$GRID")
+    (cd "$REPO" && .venv/bin/python -m ppo.pipeline.carry restore --into "$GRID" --studies $(published_studies))
     # A stopped session leaves Snakemake's lock behind; nothing else uses this clone (checked above). The clone's
     # own Snakefile: this repo's may import modules the clone's revision lacks, and then nothing is unlocked.
     (cd "$GRID" && .venv/bin/snakemake --directory "$GRID" --snakefile "$GRID/workflow/Snakefile" --unlock) \
@@ -112,7 +119,7 @@ case "${1:-status}" in
       "$GRID/.venv/bin/snakemake" --directory "$GRID" --snakefile "$GRID/workflow/Snakefile" \
       --cores "$grid_cores" --keep-going --rerun-incomplete --rerun-triggers mtime params input software-env \
       ${first[@]+"${first[@]}"} \
-      --config "studies=[$studies]" scale=paper group_size="$GROUP_SIZE" ${GRID_CONFIG[@]+"${GRID_CONFIG[@]}"}
+      --config "studies=[$studies]" scale="${SCALE:-paper}" group_size="$GROUP_SIZE" ${GRID_CONFIG[@]+"${GRID_CONFIG[@]}"}
     echo "paper_grid: training in $GRID at ${rev:0:10} on $grid_cores cores (log: $LOG)${resumable[0]:+; first, ${#resumable[@]} runs with a checkpoint}"
     ;;
   status)
@@ -145,7 +152,7 @@ case "${1:-status}" in
     fi
     ;;
   carry)
-    (cd "$REPO" && .venv/bin/python -m ppo.pipeline.carry save --from "$GRID" --commit)
+    (cd "$REPO" && .venv/bin/python -m ppo.pipeline.carry save --from "$GRID" --studies $(published_studies) --commit)
     ;;
   *)
     die "usage: scripts/paper_grid.sh start [REV] | status | publish [--from DIR] | watch [MIN] | stop [grid] | carry"

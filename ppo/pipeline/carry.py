@@ -35,9 +35,11 @@ STATE = PROJECT_ROOT / "grid-state"
 PUBLISHED = PROJECT_ROOT / "published"
 
 
-def checkpoints(results: Path) -> dict[Path, Path]:
-    """<study>/<scale>/checkpoints/<name>.pt (relative) -> the file, under a results folder."""
-    return {path.relative_to(results): path for path in sorted(results.glob("*/*/checkpoints/*.pt"))}
+def checkpoints(results: Path, studies: list[str] | None = None) -> dict[Path, Path]:
+    """<study>/<scale>/checkpoints/<name>.pt (relative) -> the file, under a results folder; of ``studies`` only,
+    when given."""
+    found = {path.relative_to(results): path for path in sorted(results.glob("*/*/checkpoints/*.pt"))}
+    return {relative: path for relative, path in found.items() if studies is None or relative.parts[0] in studies}
 
 
 def progress(path: Path) -> tuple[int, list[str]]:
@@ -72,22 +74,25 @@ def copy_newer(source: dict[Path, Path], target_root: Path, done: list[Path]) ->
     return copied
 
 
-def save(grid: Path, state: Path = STATE) -> list[str]:
+def save(grid: Path, state: Path = STATE, studies: list[str] | None = None) -> list[str]:
+    """``studies``: the grid's; the other grids' committed checkpoints are left alone (the Atari grid's while the
+    MuJoCo grid saves)."""
     results = grid / "results"
     if not results.is_dir():
         raise FileNotFoundError(f"{results}: no grid here (scripts/paper_grid.sh start makes one)")
     done = [results, PUBLISHED]
-    running = {r: p for r, p in checkpoints(results).items() if not finished(r, progress(p)[1], done)}
+    running = {r: p for r, p in checkpoints(results, studies).items() if not finished(r, progress(p)[1], done)}
     changes = copy_newer(running, state, done)
-    for relative, path in checkpoints(state).items():
+    for relative, path in checkpoints(state, studies).items():
         if relative not in running:
             path.unlink()
             changes.append(f"{relative}: removed (its group finished)")
     return changes
 
 
-def restore(grid: Path, state: Path = STATE) -> list[str]:
-    return copy_newer(checkpoints(state), grid / "results", [grid / "results", PUBLISHED])
+def restore(grid: Path, state: Path = STATE, studies: list[str] | None = None) -> list[str]:
+    """``studies``: the grid's (another grid's checkpoints would wait in this one's results/ for ever)."""
+    return copy_newer(checkpoints(state, studies), grid / "results", [grid / "results", PUBLISHED])
 
 
 def resumable(grid: Path) -> list[Path]:
@@ -145,6 +150,9 @@ def main(argv=None) -> int:
     s.add_argument("--commit", action="store_true", help="commit grid-state/ (and nothing else)")
     r = sub.add_parser("restore", help="copy committed checkpoints the grid lacks or has older")
     r.add_argument("--into", dest="grid", type=Path, required=True, help="the grid's clone (holds results/)")
+    for command in (s, r):
+        command.add_argument("--studies", nargs="+", default=None, metavar="STUDY",
+                             help="only these studies' checkpoints (the grid's; default: all)")
     q = sub.add_parser("resumable", help="print the manifests of unfinished runs with a checkpoint, furthest first")
     q.add_argument("--from", dest="grid", type=Path, required=True, help="the grid's clone (holds results/)")
     u = sub.add_parser("unfinished", help="print each unfinished group's runs, steps done and processors")
@@ -157,7 +165,7 @@ def main(argv=None) -> int:
         print("\n".join(str(manifest) for manifest in resumable(args.grid)))
         return 0
     try:
-        changes = save(args.grid) if args.command == "save" else restore(args.grid)
+        changes = (save if args.command == "save" else restore)(args.grid, studies=args.studies)
     except OSError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

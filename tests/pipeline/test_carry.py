@@ -74,3 +74,16 @@ def test_a_leftover_checkpoint_of_finished_runs_is_not_restored(tmp_path, monkey
 def test_no_grid_is_one_line(tmp_path, capsys):
     assert carry.main(["save", "--from", str(tmp_path / "nowhere")]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_each_grid_carries_its_own_studies(tmp_path, monkeypatch):
+    grid, state = tmp_path / "grid", tmp_path / "grid-state"
+    train_until_killed(grid, monkeypatch, 128 * 2 + 5)
+    carry.save(grid, state)
+    # another grid (the Atari one) saves and restores: Table 1's checkpoint is neither removed nor copied into it
+    other = tmp_path / "atari-grid"
+    (other / "results").mkdir(parents=True)
+    assert carry.save(other, state, studies=["atari"]) == [] and (state / CKPT).exists()
+    assert carry.restore(other, state, studies=["atari"]) == [] and not (other / "results" / CKPT).exists()
+    # why the scope matters: unscoped, a grid that lacks the checkpoint takes it for finished
+    assert carry.save(other, state) == [f"{CKPT}: removed (its group finished)"]
