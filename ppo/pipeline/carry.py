@@ -162,7 +162,8 @@ def main(argv=None) -> int:
         print("\n".join(unfinished(args.grid)) or "no unfinished group has a checkpoint")
         return 0
     if args.command == "resumable":
-        print("\n".join(str(manifest) for manifest in resumable(args.grid)))
+        for manifest in resumable(args.grid):  # none: no output at all (an empty line would be a path to the grid)
+            print(manifest)
         return 0
     try:
         changes = (save if args.command == "save" else restore)(args.grid, studies=args.studies)
