@@ -12,6 +12,8 @@
 #   scripts/paper_grid.sh carry         commit the unfinished groups' checkpoints (grid-state/, ppo.pipeline.carry): at the
 #                                       end of a session, so that the next machine resumes them (`start` restores)
 #
+#   STUDIES=table1 SEEDS=10 scripts/paper_grid.sh start|status|publish|watch|stop|carry
+#       Table 1 at ten seeds (issue 31): seeds 3-9 trained, 0-2 copied from published/; then STUDIES=figure3
 #   GRID_NAME=atari scripts/paper_grid.sh start|status|publish|watch|stop|carry
 #       the Atari paper scale's three games (./repro atari-three: the atari study's selection `three`, Pong,
 #       Breakout, BeamRider; ATARI_VARIANTS, default atari_ppo, then atari_ppo,atari_a2c), one run per job, in
@@ -33,7 +35,10 @@
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 case "${GRID_NAME:-mujoco}" in
-  mujoco) GRID="${GRID:-$(dirname "$REPO")/ppo-grid}"; GRID_CONFIG=(); STATUS_SCOPE=() ;;
+  mujoco)
+    GRID="${GRID:-$(dirname "$REPO")/ppo-grid}"; GRID_CONFIG=(); STATUS_SCOPE=()
+    # SEEDS=10: the ten-seed Table 1 and Figure 3 (issue 31); seeds 0-2 are published and copied, not trained
+    if [ -n "${SEEDS:-}" ]; then GRID_CONFIG=("seeds=$SEEDS"); STATUS_SCOPE=(--seeds "$SEEDS"); fi ;;
   atari)
     GRID="${GRID:-$(dirname "$REPO")/atari-grid}"
     STUDIES="${STUDIES:-atari}" GROUP_SIZE="${GROUP_SIZE:-1}" SB3_REFERENCE=0
@@ -131,13 +136,13 @@ case "${1:-status}" in
     ;;
   publish)
     # more sources (an unpacked ppo.pipeline.remote archive): scripts/paper_grid.sh publish --from DIR
-    (cd "$REPO" && .venv/bin/python -m ppo.pipeline.publish --studies $(published_studies) --from "$GRID" --sb3 "$GRID/results/sb3_reference" "${@:2}" --commit)
+    (cd "$REPO" && .venv/bin/python -m ppo.pipeline.publish --studies $(published_studies) --from "$GRID" --sb3 "$GRID/results/sb3_reference" ${SEEDS:+--seeds "$SEEDS"} "${@:2}" --commit)
     ;;
   watch)
     # Finished runs are committed as they come, so that none depends on this machine being kept; a
     # publish that finds the repository busy (another git command) is tried again next time.
     while running || sb3_running; do
-      (cd "$REPO" && .venv/bin/python -m ppo.pipeline.publish --studies $(published_studies) --from "$GRID" --sb3 "$GRID/results/sb3_reference" --commit) \
+      (cd "$REPO" && .venv/bin/python -m ppo.pipeline.publish --studies $(published_studies) --from "$GRID" --sb3 "$GRID/results/sb3_reference" ${SEEDS:+--seeds "$SEEDS"} --commit) \
         2>&1 | head -1 || true
       sleep "$(( ${2:-10} * 60 ))"
     done

@@ -232,7 +232,14 @@ def write_index(studies, published: Path = PUBLISHED) -> pd.DataFrame:
         first = listed.set_index(key)["finished"]
         earlier = index.set_index(key).index.map(lambda k: first.get(k)) if len(index) else []
         index["finished"] = [old if isinstance(old, str) else new for old, new in zip(earlier, index["finished"])]
-        others = listed[~listed["study"].isin([s.name for s in studies])].reindex(columns=INDEX_COLUMNS)
+        # other studies' rows stay as they are; of these studies', the runs of seeds beyond those asked for while
+        # still published (a default publish, of seeds 0-2, keeps the ten-seed grid's seeds 3-9)
+        recomputed = set(index.set_index(key).index) if len(index) else set()
+        scales = {s.name: s.scale for s in studies}
+        kept = [study not in scales or (tuple(row) not in recomputed and (
+                    published / study / scales[study] / "runs" / task / variant / f"seed{seed}" / "manifest.json").exists())
+                for row in listed[key].itertuples(index=False) for study, task, variant, seed, _ in [row]]
+        others = listed[kept].reindex(columns=INDEX_COLUMNS)
         index = pd.concat([others, index]) if len(others) else index
     if len(index):
         records.atomic_write(published / "INDEX.csv", lambda tmp: index.to_csv(tmp, index=False))
@@ -241,10 +248,11 @@ def write_index(studies, published: Path = PUBLISHED) -> pd.DataFrame:
 
 def status(sources: list[Path], published: Path = PUBLISHED, sb3_sources: tuple[Path, ...] = (),
            names: tuple[str, ...] = STUDIES, tasks: list[str] | None = None,
-           variants: list[str] | None = None) -> str:
+           variants: list[str] | None = None, seeds: int | None = None) -> str:
     """Runs published and finished per study; ``tasks``/``variants`` count only those of the studies (the
-    Atari grid trains 3 of the study's 49 games); the training time is that of every published run."""
-    studies = [load_study(name, SCALE) for name in names]
+    Atari grid trains 3 of the study's 49 games), ``seeds`` at that many seeds (the ten-seed grid); the
+    training time is that of every published run."""
+    studies = [load_study(name, SCALE, seeds) for name in names]
     counted = [narrowed(s, tasks, variants, "--tasks/--variants") for s in studies]
     owned = owned_runs(counted)
     lines = []
@@ -301,14 +309,16 @@ def main(argv=None) -> int:
     p.add_argument("--status", action="store_true", help="report progress only")
     p.add_argument("--tasks", nargs="+", default=None, help="with --status: count only these tasks' runs")
     p.add_argument("--variants", nargs="+", default=None, help="with --status: count only these variants' runs")
+    p.add_argument("--seeds", type=int, default=None,
+                   help="the studies at this many seeds (default: the paper scale's 3; the ten-seed grid: 10)")
     p.add_argument("--commit", action="store_true", help="commit published/ (and nothing else) after adding")
     args = p.parse_args(argv)
     try:
         if args.status:
             print(status(args.sources, sb3_sources=args.sb3, names=tuple(args.studies), tasks=args.tasks,
-                         variants=args.variants))
+                         variants=args.variants, seeds=args.seeds))
             return 0
-        studies = [load_study(name, SCALE) for name in args.studies]
+        studies = [load_study(name, SCALE, args.seeds) for name in args.studies]
         added = (publish(args.sources, studies=studies) + publish_random(args.sources, studies=studies)
                  + [a for folder in args.sb3 for a in publish_sb3(folder)])
     except ConfigError as err:

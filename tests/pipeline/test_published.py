@@ -292,3 +292,20 @@ def test_status_counts_the_atari_grid_s_runs_only(tmp_path):
     from ppo.config.errors import ConfigError
     with pytest.raises(ConfigError, match="--tasks/--variants: field tasks: .*Hopper"):
         status([], tmp_path, names=("atari",), tasks=["Hopper-v5"])
+
+
+def test_publishing_seeds_0_to_2_keeps_the_index_rows_of_seeds_3_to_9(tmp_path):
+    """The ten-seed grid publishes with --seeds 10; a later default publish (fewer seeds) must not drop the others."""
+    from ppo.pipeline.publish import write_index
+
+    study = load_study("table1", "smoke", 4)
+    runs = [r for r in study.runs() if r.task == TASK and r.variant.name == "clip_0.2"]
+    assert sorted(r.seed for r in runs) == [0, 1, 2, 3]
+    train_smoke_runs(tmp_path / "grid" / "results", study, runs)
+    published = tmp_path / "published"
+    assert len(publish([tmp_path / "grid"], published, studies=[study])) == 4
+    fewer = load_study("table1", "smoke")  # 1 seed
+    assert sorted(write_index([fewer], published)["seed"]) == [0, 1, 2, 3]
+    # a run no longer published loses its row
+    (run_dir(published, study, runs[3]) / "manifest.json").unlink()
+    assert sorted(write_index([fewer], published)["seed"]) == [0, 1, 2]
