@@ -144,6 +144,14 @@ def shared_runs(studies: list[Study]) -> dict[tuple[str, str], tuple[Study, Run]
     return shared
 
 
+def run_digest(study: Study, manifest: dict) -> str | None:
+    """The config digest of a finished run of ``study`` as today's plan computes it. A MuJoCo or Atari run's config
+    has schema versions (ppo.config.schema.recorded_digest reads an older one in today's shape); an RLHF run's has
+    none, and its manifest records the digest of its config (ppo.pipeline.rlhf_study.RLHFRun.config_digest). Read as
+    a schema-1 MuJoCo record, an RLHF config was "migrated" and never matched: no RLHF run counted as finished."""
+    return manifest.get("config_digest") if study.kind == "rlhf" else recorded_digest(manifest)
+
+
 def is_current(results: Path | str, study: Study, run: Run) -> bool:
     """Finished, with every record, under the configuration the study now resolves for it."""
     folder = run_dir(results, study, run)
@@ -151,7 +159,7 @@ def is_current(results: Path | str, study: Study, run: Run) -> bool:
         return False
     try:
         manifest = json.loads((folder / "manifest.json").read_text())
-        if recorded_digest(manifest) != run.config_digest:
+        if run_digest(study, manifest) != run.config_digest:
             return False
     except (OSError, ValueError, RecursionError, AttributeError, KeyError, TypeError):  # unreadable: not finished
         return False
