@@ -19,8 +19,11 @@
 #       Breakout, BeamRider; ATARI_VARIANTS, default atari_ppo, then atari_ppo,atari_a2c), one run per job, in
 #       ../atari-grid. A run is 3-5 h of one core, longer than a session: `carry` before a session ends, or the
 #       next machine starts it again.
-#   GRID_NAME=rlhf scripts/paper_grid.sh start|status|stop
-#       the RLHF study at its full scale (experiments/studies/rlhf.yaml), in ../rlhf-grid, on one core (CORES=1)
+#   GRID_NAME=rlhf scripts/paper_grid.sh start|status|publish|watch|stop
+#       the RLHF study at its full scale (experiments/studies/rlhf.yaml), in ../rlhf-grid, on one core (CORES=1);
+#       publish copies its finished runs into published/rlhf/full (ppo.pipeline.publish --studies rlhf) and writes
+#       docs/rlhf-results.md again from them (scripts/rlhf_results.py), each committed alone. No checkpoints (a run is
+#       about a minute): nothing to carry, a stopped session loses the runs in progress only
 #
 # The clone ($GRID, default ../ppo-grid beside this repo) is never the tree being edited. Training runs
 # under nice, in jobs of at most $GROUP_SIZE runs (10-45 minutes each on one core). A group checkpoints
@@ -53,7 +56,7 @@ case "${GRID_NAME:-mujoco}" in
     # The RLHF study at its full scale (issue 32: 300 runs of about a minute, ~5.7 core-hours; no checkpoints,
     # a stopped session loses the runs in progress only), on one core beside the Atari grid by default
     GRID="${GRID:-$(dirname "$REPO")/rlhf-grid}"
-    STUDIES=rlhf SCALE=full SB3_REFERENCE=0 CORES="${CORES:-1}" GRID_CONFIG=() STATUS_SCOPE=() ;;
+    STUDIES=rlhf SCALE=full SB3_REFERENCE=0 CORES="${CORES:-1}" GRID_CONFIG=() STATUS_SCOPE=() CHECKPOINTS=0 ;;
   *) echo "paper_grid: GRID_NAME is mujoco (default), atari or rlhf, not ${GRID_NAME}" >&2; exit 1 ;;
 esac
 # Groups of 11 runs of a task: 1.7-2.6x the steps/s per core of groups of 3 on HalfCheetah, Reacher,
@@ -82,6 +85,14 @@ background() {  # background PIDFILE LOGFILE COMMAND...
 # The studies this grid publishes: as it trains them (STUDIES), else the MuJoCo dataset's (ppo.pipeline.publish.STUDIES)
 published_studies() {
   echo "${STUDIES:-$(cd "$REPO" && .venv/bin/python -c 'from ppo.pipeline.publish import STUDIES; print(" ".join(STUDIES))')}" | tr ',' ' '
+}
+
+# GRID_NAME=rlhf: the results page written again from published/ after a publish, and committed alone
+results_page() {
+  [ "${GRID_NAME:-mujoco}" = rlhf ] || return 0
+  (cd "$REPO" && .venv/bin/python scripts/rlhf_results.py \
+    && { git diff --quiet -- docs/rlhf-results.md \
+         || git commit -q -m "docs/rlhf-results: written again from the published RLHF runs" -- docs/rlhf-results.md; })
 }
 
 case "${1:-status}" in
@@ -131,12 +142,16 @@ case "${1:-status}" in
     if running; then echo "running in $GRID"; else echo "not running"; fi
     if sb3_running; then echo "SB3 reference runs: training (log: $GRID/sb3.log)"; fi
     (cd "$REPO" && .venv/bin/python -m ppo.pipeline.publish --status --studies $(published_studies) "${STATUS_SCOPE[@]}" --from "$GRID" --sb3 "$GRID/results/sb3_reference" "${@:2}")
-    # the groups still training: how far each got (from its last checkpoint) and on which processors
-    (cd "$REPO" && .venv/bin/python -m ppo.pipeline.carry unfinished --from "$GRID")
+    if [ "${CHECKPOINTS:-1}" = 0 ]; then  # RLHF: a run per job, no checkpoints; Snakemake's count of its jobs
+      grep -E '^[0-9]+ of [0-9]+ steps' "$LOG" 2> /dev/null | tail -n 1 | sed 's/^/jobs (model builds, runs, report): /' || true
+    else  # the groups still training: how far each got (from its last checkpoint) and on which processors
+      (cd "$REPO" && .venv/bin/python -m ppo.pipeline.carry unfinished --from "$GRID")
+    fi
     ;;
   publish)
     # more sources (an unpacked ppo.pipeline.remote archive): scripts/paper_grid.sh publish --from DIR
     (cd "$REPO" && .venv/bin/python -m ppo.pipeline.publish --studies $(published_studies) --from "$GRID" --sb3 "$GRID/results/sb3_reference" ${SEEDS:+--seeds "$SEEDS"} "${@:2}" --commit)
+    results_page
     ;;
   watch)
     # Finished runs are committed as they come, so that none depends on this machine being kept; a
@@ -144,6 +159,7 @@ case "${1:-status}" in
     while running || sb3_running; do
       (cd "$REPO" && .venv/bin/python -m ppo.pipeline.publish --studies $(published_studies) --from "$GRID" --sb3 "$GRID/results/sb3_reference" ${SEEDS:+--seeds "$SEEDS"} --commit) \
         2>&1 | head -1 || true
+      results_page 2>&1 | tail -1 || true
       sleep "$(( ${2:-10} * 60 ))"
     done
     ;;
@@ -157,6 +173,7 @@ case "${1:-status}" in
     fi
     ;;
   carry)
+    [ "${CHECKPOINTS:-1}" = 0 ] && { echo "paper_grid: $GRID_NAME runs have no checkpoints: nothing to carry"; exit 0; }
     (cd "$REPO" && .venv/bin/python -m ppo.pipeline.carry save --from "$GRID" --studies $(published_studies) --commit)
     ;;
   *)

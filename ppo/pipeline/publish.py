@@ -1,4 +1,5 @@
-"""The project's reproduction dataset: finished paper-scale runs, published in the repository.
+"""The project's reproduction dataset: finished paper-scale runs (and the RLHF study's full-scale runs), published
+in the repository.
 
 ``published/<study>/<scale>/runs/<task>/<variant>/seed<k>/`` holds a run's records (episodes, updates and
 timing parquet in records.write_parquet's compact encoding, and the manifest; no model or checkpoint, to keep
@@ -12,6 +13,11 @@ code revision, packages and machine that produced it; it is written here, never 
     python -m ppo.pipeline.publish --from ../ppo-grid --from /tmp/device-batch --commit   # add finished runs
     python -m ppo.pipeline.publish --status --from ../ppo-grid                            # progress, core-hours
     python -m ppo.pipeline.publish --sb3 results/sb3_reference --commit        # benchmarks/mujoco_sb3_reference.py runs
+    python -m ppo.pipeline.publish --studies rlhf --from ../rlhf-grid --commit    # the RLHF study's full scale
+
+An RLHF run (experiments/studies/rlhf.yaml at scale ``full``: ``published/rlhf/full/runs/rlhf_grammar/<setting>/seed<k>/``)
+keeps updates.parquet as trained (every update: the report's curves, fits and frontier read them all), timing in
+float32, and of samples.parquet the responses the report can show (RLHF_SAMPLES_EVERY below); no starting models.
 
 With the runs, ``published/random/<task>.parquet`` keeps our random policy's episodes on every task of the
 published studies (Table 1's zero point, as rule random_policy measured them in the source: 100 episodes, seed 0)
@@ -21,19 +27,23 @@ of measuring them again (workflow/rules/train.smk, copy_random), a few seconds o
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from ..config.errors import ConfigError
 from ..config.files import PROJECT_ROOT
 from ..envs import family_of
 from ..training import records
-from ..training.layout import RUN_FILES, run_dir
+from ..training.layout import run_dir
 from .study import is_current, load_study, narrowed, shared_runs
 
 PUBLISHED = PROJECT_ROOT / "published"
@@ -44,8 +54,17 @@ CHECKS = ("table1_v4", "table1_bootstrap", "swimmer_details")
 STUDIES = ("table1", "figure3", *CHECKS)
 # Every study with published paper-scale runs, as INDEX.csv lists them: the MuJoCo ones and the Atari study,
 # whose paper scale is trained a few games at a time (./repro atari-three, scripts/paper_grid.sh with GRID_NAME=atari).
-INDEXED = (*STUDIES, "atari")
+INDEXED = (*STUDIES, "atari", "rlhf")
 SCALE = "paper"
+# A study published at another scale than the paper's: the RLHF study's full scale (issue 32; the paper has no RLHF)
+SCALES = {"rlhf": "full"}
+
+
+def scale_of(name: str) -> str:
+    """The scale at which study ``name`` is published."""
+    return SCALES.get(name, SCALE)
+
+
 # The dataset keeps a row of updates.parquet and timing.parquet per this many environment steps of a run:
 # one PPO iteration at the paper's horizon, about 26 of A2C's 80-step updates. A row per A2C update made
 # an A2C run 5x a PPO run's size for statistics no report reads at that resolution (the reports read
@@ -56,7 +75,8 @@ WINDOW_STEPS = 2048
 INDEX_COLUMNS = ["study", "task", "variant", "seed", "status", "config_digest", "commit", "dirty", "host",
                  "processor", "resumed_on_another_platform",
                  "cpu_count", "python", "torch", "numpy", "mujoco", "gymnasium", "wall_seconds", "group",
-                 "finished", "sha256_episodes", "sha256_updates", "sha256_timing"]
+                 "finished", "sha256_episodes", "sha256_updates", "sha256_timing", "sha256_samples"]
+HASHED = (*records.RECORD_FILES, "samples.parquet")  # the record files INDEX.csv lists a hash of (an RLHF run: samples)
 
 
 def per_window(rows: pd.DataFrame, window_steps: int = WINDOW_STEPS) -> pd.DataFrame:
@@ -91,13 +111,76 @@ def per_window(rows: pd.DataFrame, window_steps: int = WINDOW_STEPS) -> pd.DataF
 def as_published(table: pd.DataFrame, name: str) -> pd.DataFrame:
     """A run's record as the dataset keeps it: episodes as trained; updates and timing a row per
     WINDOW_STEPS (per_window); timing's wall-clock measures, which no rerun reproduces anyway, in float32
-    (7 significant digits: a tenth of a millisecond in an hour), 0.65x the bytes."""
+    (7 significant digits: a tenth of a millisecond in an hour), 0.65x the bytes. (An RLHF run's: rlhf_published.)"""
     if name == "episodes.parquet":
         return table
     table = per_window(table)
     if name == "timing.parquet":
         table = table.astype({c: "float32" for c in table.columns if pd.api.types.is_float_dtype(table[c])})
     return table
+
+
+# An RLHF run of the full scale (150 updates, 8 sampled responses kept per update) as trained, measured 2026-11-27 on
+# two full-scale runs (seed 0 of PPO clip 0.2 at β = 0 and of GRPO at β = 0.03, trained as the grid trains them):
+# 57.2 and 55.8 KB (updates.parquet 30.5 KB, of which 17 KB is pandas' and Arrow's schema metadata for its 34
+# columns; samples 18.5 KB, 1,208 responses; timing 4.7 KB; manifest 3.5 KB): 17 MB for 300 runs. Published: 28.4
+# and 26.9 KB, about 8.5 MB for 300. Updates are kept whole (the report's curves, fits and frontier read every
+# update) and bare (write_bare: no schema metadata; 17.6 KB; plain int64, float64 and text columns read back the
+# same, checked on every write); timing in float32 (1.9 KB); of samples, every RLHF_SAMPLES_EVERY-th update (the
+# held-out evaluations' updates) and the three the report shows (rlhf_peaks), all 8 responses: 264 of 1,208, 5.2 KB.
+# (The 2 responses the report shows instead of 8: 2.7 KB; every update's 8: 15.2 KB, 11.6 MB for 300 runs.)
+RLHF_SAMPLES_EVERY = 5
+RLHF_SAMPLES_KEPT = 8
+RLHF_SMOOTH = 5  # analysis.rlhf.SMOOTH: the report's peaks are of a centred rolling mean over this many updates
+
+
+def write_bare(df: pd.DataFrame, path: Path) -> None:
+    """records.write_parquet's encoding without pandas' and Arrow's schema metadata (the published RLHF records:
+    8-13 KB of a 34-column table of 151 rows), after checking that the table reads back equal without it (plain
+    int64, float32/64, bool and text columns do); a table that would not is written with it."""
+    floats = [c for c in df.columns if pd.api.types.is_float_dtype(df[c])]
+    encoding = {**{c: "BYTE_STREAM_SPLIT" for c in floats},
+                **{c: "DELTA_BINARY_PACKED" for c in df.columns
+                   if pd.api.types.is_integer_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])}}
+    table = pa.Table.from_pandas(df, preserve_index=False).replace_schema_metadata(None)
+
+    def write(target):
+        pq.write_table(table, target, compression="zstd", compression_level=19, use_dictionary=False,
+                       column_encoding=encoding or None, store_schema=False)
+
+    buffer = io.BytesIO()
+    write(buffer)
+    back = pd.read_parquet(io.BytesIO(buffer.getvalue()))
+    if not (back.equals(df.reset_index(drop=True)) and back.dtypes.equals(df.dtypes)):
+        records.write_parquet(df, path)
+        return
+    records.atomic_write(Path(path), lambda tmp: tmp.write_bytes(buffer.getvalue()))
+
+
+def rlhf_peaks(updates: pd.DataFrame) -> set[int]:
+    """The updates where the run's proxy and gold reward peak as the report finds them (analysis.rlhf: the largest
+    value of a centred rolling mean over RLHF_SMOOTH updates), and its last update."""
+    rows = updates.sort_values("update")
+    out = {int(rows["update"].iloc[-1])}
+    for column in ("proxy_reward", "gold_reward"):
+        smooth = rows[column].astype(float).rolling(RLHF_SMOOTH, center=True, min_periods=1).mean()
+        if smooth.notna().any():
+            out.add(int(rows["update"].iloc[int(np.nanargmax(smooth.to_numpy()))]))
+    return out
+
+
+def rlhf_published(table: pd.DataFrame, name: str, updates: pd.DataFrame | None = None) -> pd.DataFrame:
+    """An RLHF run's record as the dataset keeps it: updates as trained; timing in float32 (as_published); of
+    samples, a PPO run's first RLHF_SAMPLES_KEPT responses at every RLHF_SAMPLES_EVERY-th update and at the updates the
+    report shows (rlhf_peaks of ``updates``), best-of-n's all (one row per n and response)."""
+    if name == "timing.parquet":
+        return table.astype({c: "float32" for c in table.columns if pd.api.types.is_float_dtype(table[c])})
+    if name != "samples.parquet" or "update" not in table or table.empty:
+        return table
+    shown = rlhf_peaks(updates) if updates is not None and not updates.empty else set()
+    keep = ((table["update"] % RLHF_SAMPLES_EVERY == 0) | table["update"].isin(shown)
+            | (table["update"] == table["update"].max())) & (table["index"] < RLHF_SAMPLES_KEPT)
+    return table[keep].reset_index(drop=True)
 
 
 def owned_runs(studies):
@@ -123,8 +206,9 @@ def index_row(study, run, folder: Path) -> dict:
             "cpu_count": host.get("cpu_count"), "python": host.get("python"), "torch": packages.get("torch"),
             "numpy": packages.get("numpy"), "mujoco": packages.get("mujoco"),
             "gymnasium": packages.get("gymnasium"), "wall_seconds": m.get("wall_seconds"),
-            "group": "; ".join(m.get("group") or []),
-            **{f"sha256_{name.split('.')[0]}": (m.get("sha256") or {}).get(name) for name in records.RECORD_FILES},
+            # the runs trained in one process with it (an RLHF run trains alone: itself)
+            "group": "; ".join(m.get("group") or ([run.run_id] if study.kind == "rlhf" else [])),
+            **{f"sha256_{name.split('.')[0]}": (m.get("sha256") or {}).get(name) for name in HASHED},
             "finished": pd.Timestamp((folder / "manifest.json").stat().st_mtime, unit="s").isoformat()}
 
 
@@ -144,11 +228,16 @@ def publish(sources: list[Path], published: Path = PUBLISHED, studies: list | No
             changed = records.changed_record(folder, manifest)
             if changed:
                 raise ConfigError(f"{changed}: not published")
-            target = run_dir(published, study, run)
-            for name in RUN_FILES[:-1]:
-                records.write_parquet(as_published(pd.read_parquet(folder / name), name), target / name)
+            target, files = run_dir(published, study, run), study.run_files[:-1]
+            if study.kind == "rlhf":  # the samples kept depend on the run's own curves
+                updates = pd.read_parquet(folder / "updates.parquet")
+                for name in files:
+                    write_bare(rlhf_published(pd.read_parquet(folder / name), name, updates), target / name)
+            else:
+                for name in files:
+                    records.write_parquet(as_published(pd.read_parquet(folder / name), name), target / name)
             # the manifest last: its presence means complete; its hashes are those of the published records
-            records.write_json({**manifest, "sha256": records.record_hashes(target)}, target / "manifest.json")
+            records.write_json({**manifest, "sha256": records.record_hashes(target, files)}, target / "manifest.json")
             added.append(run.run_id if study.name == "table1" else f"{study.name}:{run.run_id}")
             break
     write_index(studies, published)
@@ -165,7 +254,8 @@ def publish_random(sources: list[Path], published: Path = PUBLISHED, studies: li
     commit, and the processor and packages here (those that measured them when the source is a clone on this
     machine, as the grid's is)."""
     studies = studies or [load_study(name, SCALE) for name in STUDIES]
-    tasks = sorted({t for s in studies for t in s.tasks if family_of(t).name != "atari"})  # Atari: published scores
+    # Atari: published scores; RLHF: no environment
+    tasks = sorted({t for s in studies if s.kind == "mujoco" for t in s.tasks if family_of(t).name != "atari"})
     added = []
     for task in tasks:
         target = published / "random" / f"{task}.parquet"
@@ -248,11 +338,11 @@ def write_index(studies, published: Path = PUBLISHED) -> pd.DataFrame:
 
 def status(sources: list[Path], published: Path = PUBLISHED, sb3_sources: tuple[Path, ...] = (),
            names: tuple[str, ...] = STUDIES, tasks: list[str] | None = None,
-           variants: list[str] | None = None, seeds: int | None = None) -> str:
+           variants: list[str] | None = None, seeds: int | None = None, scale: str | None = None) -> str:
     """Runs published and finished per study; ``tasks``/``variants`` count only those of the studies (the
-    Atari grid trains 3 of the study's 49 games), ``seeds`` at that many seeds (the ten-seed grid); the
-    training time is that of every published run."""
-    studies = [load_study(name, SCALE, seeds) for name in names]
+    Atari grid trains 3 of the study's 49 games), ``seeds`` at that many seeds (the ten-seed grid), at ``scale``
+    (default: each study's published scale, scale_of); the training time is that of every published run."""
+    studies = [load_study(name, scale or scale_of(name), seeds) for name in names]
     counted = [narrowed(s, tasks, variants, "--tasks/--variants") for s in studies]
     owned = owned_runs(counted)
     lines = []
@@ -292,7 +382,7 @@ def commit(added: list[str], repo: Path = PROJECT_ROOT) -> bool:
     if not uncommitted(repo):
         return False
     subprocess.run(["git", "-C", str(repo), "add", "published"], check=True)
-    message = (f"published: {len(added)} paper-scale runs\n\n" + "\n".join(added) if added
+    message = (f"published: {len(added)} runs\n\n" + "\n".join(added) if added
                else "published: runs an earlier publish copied but did not commit")
     subprocess.run(["git", "-C", str(repo), "commit", "-q", "-m", message, "--", "published"], check=True)
     return True
@@ -305,7 +395,8 @@ def main(argv=None) -> int:
     p.add_argument("--sb3", type=Path, action="append", default=[],
                    help="a folder of benchmarks/mujoco_sb3_reference.py runs to publish; repeatable")
     p.add_argument("--studies", nargs="+", default=list(STUDIES), choices=INDEXED, metavar="STUDY",
-                   help=f"the studies to publish (default: {' '.join(STUDIES)}; also: atari)")
+                   help=f"the studies to publish (default: {' '.join(STUDIES)}; also: atari, and rlhf at its full "
+                        "scale)")
     p.add_argument("--status", action="store_true", help="report progress only")
     p.add_argument("--tasks", nargs="+", default=None, help="with --status: count only these tasks' runs")
     p.add_argument("--variants", nargs="+", default=None, help="with --status: count only these variants' runs")
@@ -318,7 +409,7 @@ def main(argv=None) -> int:
             print(status(args.sources, sb3_sources=args.sb3, names=tuple(args.studies), tasks=args.tasks,
                          variants=args.variants, seeds=args.seeds))
             return 0
-        studies = [load_study(name, SCALE, args.seeds) for name in args.studies]
+        studies = [load_study(name, scale_of(name), args.seeds) for name in args.studies]
         added = (publish(args.sources, studies=studies) + publish_random(args.sources, studies=studies)
                  + [a for folder in args.sb3 for a in publish_sb3(folder)])
     except ConfigError as err:

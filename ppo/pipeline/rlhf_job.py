@@ -16,6 +16,13 @@ or only the starting models of a study's setting (workflow/rules/rlhf.smk: one j
 
     python -m ppo.pipeline.rlhf_job --study rlhf --scale reduced --build-models <key> --models-cache results/rlhf/reduced/models
 
+or copy a study's finished runs from elsewhere instead of training them (published with the project, or the same run
+of another study), as the plan the workflow wrote says (ppo.pipeline.rlhf_study.write_copy_plan): every source is
+checked first (the run's task, setting, seed and config digest; each record as its manifest hashed it), then all are
+copied, or none:
+
+    python -m ppo.pipeline.rlhf_job --copy-plan results/rlhf/full/plans/copy_published-<key>.json
+
 Writes updates.parquet (per update, or per n for best_of_n), samples.parquet (responses as text),
 timing.parquet (wall-clock seconds, apart from the deterministic records) and manifest.json last. The SFT
 policy and reward model depend only on the language, model, SFT and reward-model settings: with
@@ -24,6 +31,8 @@ policy and reward model depend only on the language, model, SFT and reward-model
 from __future__ import annotations
 
 import argparse
+import json
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -37,7 +46,7 @@ from ..rlhf.language import Language
 from ..rlhf.model import Transformer
 from ..rlhf.train import Models, build_models, models_key, train
 from ..training import records
-from .rlhf_study import find_run
+from .rlhf_study import RLHFRun, RLHFStudy, find_run, read_copy_plan, run_fields
 from .study import load_study
 
 
@@ -102,12 +111,46 @@ def _resolve(args) -> tuple:
         raise ConfigError(f"{study.path}: run {run.run_id} now resolves to configuration {run.config_digest}, "
                           f"not the planned {args.digest}; re-plan (run snakemake again)")
     variant = load_variant(run.variant.variant, args.rlhf_dir)
-    return variant, run.config, {
-        "variant": run.variant.name, "variant_label": run.variant.label, "variant_file": run.variant.variant,
-        "pipeline_seeds": run.pipeline_seeds,
-        "reference_beta": run.variant.reference_beta, "blocks": list(run.variant.blocks), "run_id": run.run_id,
-        "task": run.task, "scale": study.scale, "study": study.name, "config_digest": run.config_digest,
-        "scale_overrides": dict(study.overrides)}
+    return variant, run.config, run_fields(study, run)
+
+
+def source_manifest(source: Path, study: RLHFStudy, run: RLHFRun) -> dict:
+    """The manifest of the finished run in ``source``, once it is checked to be ``run`` (same task, setting, seed and
+    config digest) with every record there and as its manifest hashed it; else ConfigError in one line naming the
+    file."""
+    path = source / "manifest.json"
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, ValueError, RecursionError) as err:  # ValueError: bad JSON or UTF-8
+        raise ConfigError(f"{path}: cannot read the run to copy ({type(err).__name__})") from None
+    if not isinstance(manifest, dict):
+        raise ConfigError(f"{path}: not a run's manifest (a JSON object), cannot copy the run")
+    for field, expected in (("task", run.task), ("variant", run.variant.name), ("seed", run.seed),
+                            ("config_digest", run.config_digest)):
+        if manifest.get(field) != expected:
+            raise ConfigError(f"{path}: field {field} is {manifest.get(field)!r}, but run {run.run_id} needs "
+                              f"{expected!r}: not the same run")
+    missing = [name for name in study.run_files[:-1] if not (source / name).is_file()]
+    if missing:
+        raise ConfigError(f"{source}: the run to copy lacks {missing}")
+    changed = records.changed_record(source, manifest)
+    if changed:
+        raise ConfigError(f"{changed}: the run is not copied")
+    return manifest
+
+
+def copy_runs(plan: Path) -> list[Path]:
+    """Copy the runs of an RLHF copy plan (ppo.pipeline.rlhf_study.read_copy_plan): every source checked first, then
+    each run's records byte for byte and its manifest last, with this study's fields and ``copied_from``."""
+    study, runs = read_copy_plan(plan, load_study)
+    checked = [source_manifest(source, study, run) for run, _, source in runs]
+    for (run, folder, source), manifest in zip(runs, checked):
+        for name in study.run_files[:-1]:
+            records.atomic_write(folder / name, lambda tmp, name=name: shutil.copyfile(source / name, tmp))
+        origin = {"run_dir": str(source), "study": manifest.get("study"), "scale": manifest.get("scale")}
+        records.write_json({**manifest, **run_fields(study, run), "copied_from": origin}, folder / "manifest.json")
+        print(f"copied {source} -> {folder}", flush=True)
+    return [folder for _, folder, _ in runs]
 
 
 def main(argv=None) -> int:
@@ -126,8 +169,17 @@ def main(argv=None) -> int:
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="override a setting last")
     p.add_argument("--models-cache", type=Path, help="folder where the SFT and reward models are kept and reused")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--copy-plan", type=Path, metavar="FILE",
+                   help="copy the finished runs this plan names (written by the workflow) instead of training")
     p.add_argument("--rlhf-dir", type=Path, default=RLHF_DIR, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.copy_plan is not None:
+        try:
+            copy_runs(args.copy_plan)
+        except ConfigError as err:
+            print(f"error: {' '.join(str(err).split())}; nothing was copied", file=sys.stderr)
+            return 2
+        return 0
     if (args.variant is None) == (args.study is None):
         p.error("give either --variant or --study (with --scale and --cell, or --build-models)")
     if args.study is not None and (args.scale is None or (args.cell is None) == (args.build_models is None)):

@@ -26,6 +26,12 @@ With ``pipeline_seeds: true`` a run's seed k is added to the cell's ``language.s
 ``reward_model.seed`` (ppo.rlhf.config.pipeline_seeded): each seed is a new grammar with new hidden valences, a new
 SFT model and a new reward model, then RL, so the spread over seeds is that of the whole pipeline. Runs of one seed
 share their starting models (one models key per seed and reward-model setting); seed 0 is the run without it.
+
+A finished run found elsewhere (published with the project, ppo.pipeline.publish: ``published/rlhf/full/runs/...``;
+or the same run of another RLHF study) is copied, not trained: the planner writes one copy plan per study and source
+(``write_copy_plan``), and ``python -m ppo.pipeline.rlhf_job --copy-plan FILE`` resolves each of its runs again,
+checks the source (the run's task, setting, seed and config digest; every record as its manifest hashed it) and
+copies them all, or none.
 """
 from __future__ import annotations
 
@@ -40,7 +46,9 @@ from ..config.files import check_keys, check_mapping, check_positive_int
 from ..config.schema import settings_digest
 from ..rlhf.config import RLHF_DIR, RLHFConfig, load_variant, pipeline_seeded, variant_names
 from ..rlhf.train import models_key
+from ..training import layout
 from ..training.layout import run_id
+from ..training.records import atomic_write
 from .reports import REPORTS
 
 KIND = "rlhf"
@@ -264,3 +272,82 @@ def find_run(study: RLHFStudy, cell: str, seed: int) -> RLHFRun:
     return RLHFRun(c.preset, c, seed, study.pipeline_seeds)
 
 
+
+
+def run_fields(study: RLHFStudy, run: RLHFRun) -> dict:
+    """What a run's manifest says of its place in ``study`` (ppo.pipeline.rlhf_job writes them beside what trained it;
+    a copy of the run, from another study or from published/, gets this study's)."""
+    return {"variant": run.variant.name, "variant_label": run.variant.label, "variant_file": run.variant.variant,
+            "pipeline_seeds": run.pipeline_seeds, "reference_beta": run.variant.reference_beta,
+            "blocks": list(run.variant.blocks), "run_id": run.run_id, "task": run.task, "scale": study.scale,
+            "study": study.name, "config_digest": run.config_digest, "scale_overrides": dict(study.overrides)}
+
+
+COPY_PLAN_FORMAT = 1
+COPY_RUN_FIELDS = {"run_id", "cell", "seed", "folder", "source", "config_digest"}
+
+
+def write_copy_plan(results: Path | str, study: RLHFStudy, job: str, runs: list[RLHFRun], sources: list,
+                    seeds: int | None = None) -> Path:
+    """The plan of the job named ``job`` (``copy_published``, ``copy_from_<study>``) that copies ``runs`` of ``study``
+    into ``results`` from ``sources`` (one finished run's folder each): the study, scale and pipeline ``seeds``
+    override it was resolved at, and per run its setting, seed, folder, source and config digest. Written only when
+    its content changes (its mtime is the copy job's trigger, as ppo.pipeline.plan.write_plan's). Returns the file."""
+    entries = [{"run_id": r.run_id, "cell": r.variant.name, "seed": r.seed, "folder": str(layout.run_dir(results, study, r)),
+                "source": str(source), "config_digest": r.config_digest} for r, source in zip(runs, sources)]
+    plan = {"format": COPY_PLAN_FORMAT, "kind": KIND, "job": "copy", "study": study.name, "scale": study.scale,
+            "seeds": seeds, "results": str(results), "runs": entries}
+    path = layout.plan_path(results, study, job, [e["folder"] for e in entries])
+    text = json.dumps(plan, indent=1, sort_keys=True) + "\n"
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return path
+    except (OSError, UnicodeDecodeError):  # not there yet (or unreadable): written below
+        pass
+    atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    return path
+
+
+def read_copy_plan(path: Path, load_study) -> tuple[RLHFStudy, list[tuple[RLHFRun, Path, Path]]]:
+    """(the study, [(run, its folder, the folder it is copied from)]) of an RLHF copy plan, each run resolved again
+    from the study file (``load_study``: ppo.pipeline.study.load_study) and checked against the plan: a run that no
+    longer resolves to the planned digest, or whose folder is not where the study keeps it, is a ConfigError naming
+    the plan and the field (plan again)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
+        raise ConfigError(f"{path}: cannot read the copy job's plan ({type(err).__name__}); plan again (snakemake)") from None
+    if not isinstance(data, dict) or data.get("format") != COPY_PLAN_FORMAT or data.get("kind") != KIND \
+            or data.get("job") != "copy":
+        raise ConfigError(f"{path}: not an RLHF copy plan of format {COPY_PLAN_FORMAT} (fields format, kind, job); "
+                          "plan again (snakemake)")
+    for field in ("study", "scale"):
+        check_name(data.get(field), f"field {field}:", str(path))
+    seeds, entries = data.get("seeds"), data.get("runs")
+    if seeds is not None and (not isinstance(seeds, int) or isinstance(seeds, bool) or seeds < 1):
+        raise ConfigError(f"{path}: field seeds must be null or a positive integer, got {show(seeds)}")
+    if not isinstance(data.get("results"), str) or not isinstance(entries, list) or not entries:
+        raise ConfigError(f"{path}: fields results (a folder) and runs (a non-empty list) are required")
+    study = load_study(data["study"], data["scale"], seeds)
+    if getattr(study, "kind", None) != KIND:
+        raise ConfigError(f"{path}: study {data['study']} is not an RLHF study (kind: rlhf)")
+    out = []
+    for i, entry in enumerate(entries):
+        where = f"{path}: field runs[{i}]"
+        if not isinstance(entry, dict) or set(entry) != COPY_RUN_FIELDS:
+            raise ConfigError(f"{where} must be a run with fields {sorted(COPY_RUN_FIELDS)}, got {show(entry)}")
+        if not isinstance(entry["seed"], int) or isinstance(entry["seed"], bool):
+            raise ConfigError(f"{where}.seed must be an integer, got {show(entry['seed'])}")
+        if not isinstance(entry["cell"], str) or not isinstance(entry["source"], str) or not entry["source"]:
+            raise ConfigError(f"{where}: fields cell and source must be strings")
+        run = find_run(study, entry["cell"], entry["seed"])
+        if entry["config_digest"] != run.config_digest:
+            raise ConfigError(f"{where}.config_digest is {entry['config_digest']!r}, but run {run.run_id} now resolves "
+                              f"to {run.config_digest!r}: the experiment files changed since planning; plan again "
+                              "(snakemake)")
+        folder = layout.run_dir(data["results"], study, run)
+        if entry["folder"] != str(folder) or entry["run_id"] != run.run_id:
+            raise ConfigError(f"{where}: run {run.run_id} of study {study.name} at scale {study.scale} keeps its "
+                              f"records in {str(folder)!r}, not {entry['folder']!r}")
+        out.append((run, folder, Path(entry["source"])))
+    return study, out

@@ -148,11 +148,16 @@ def test_every_published_run_is_current_under_todays_code(tmp_path):
     """The frozen results: published/ holds paper-scale runs trained at earlier commits (INDEX.csv names
     each one's commit). A change that altered what a run is (its settings, their defaults, the digest)
     would re-plan them for training; a behaviour-preserving change must plan none of them."""
+    from ppo.pipeline.publish import scale_of
+
     index = pd.read_csv(PUBLISHED / "INDEX.csv")
     assert len(index) >= 100 and index["commit"].nunique() >= 2  # runs from more than one revision
-    studies = [load_study(name, "paper") for name in sorted(set(index["study"]))]
+    studies = [load_study(name, scale_of(name)) for name in sorted(set(index["study"]))]
     planned = {(s.name, r.task, r.variant.name, r.seed) for s, g in plan_groups(studies, 3, tmp_path / "results",
                                                                                PUBLISHED) for r in g.runs}
+    # the RLHF study's runs train one per job (workflow/rules/rlhf.smk), planned when not current
+    planned |= {(s.name, r.task, r.variant.name, r.seed) for s in studies if s.kind == "rlhf" for r in s.runs()
+                if not is_current(PUBLISHED, s, r)}
     published = set(index[["study", "task", "variant", "seed"]].itertuples(index=False, name=None))
     assert not planned & published, sorted(planned & published)[:3]
 
@@ -197,7 +202,7 @@ def test_the_dataset_is_windowed_and_small():
     dataset stays within issue 15's 40 MB, and an Atari run (10M steps: episodes of every game played, a row
     per 2048 steps) within 0.5 MB, 9 MB for the 18 runs of ./repro atari-three."""
     tables = [p for name in ("updates.parquet", "timing.parquet") for p in sorted(PUBLISHED.rglob(name))
-              if "sb3_reference" not in p.parts]
+              if "sb3_reference" not in p.parts and "rlhf" not in p.parts]  # RLHF: a row per update (test_rlhf_published)
     assert len(tables) >= 200
     for path in tables:
         table = pd.read_parquet(path)
@@ -208,8 +213,8 @@ def test_the_dataset_is_windowed_and_small():
     def megabytes(files):
         return sum(f.stat().st_size for f in files if f.is_file()) / 1e6
 
-    atari = PUBLISHED / "atari"
-    mujoco = megabytes(f for f in PUBLISHED.rglob("*") if atari not in f.parents)
+    atari, rlhf = PUBLISHED / "atari", PUBLISHED / "rlhf"
+    mujoco = megabytes(f for f in PUBLISHED.rglob("*") if atari not in f.parents and rlhf not in f.parents)
     assert mujoco <= 40, f"published/ holds {mujoco:.1f} MB besides Atari, over the 40 MB the dataset may take"
     for manifest in atari.rglob("manifest.json"):
         run = megabytes(manifest.parent.iterdir())

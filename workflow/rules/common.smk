@@ -16,6 +16,7 @@ from ppo.envs.family import task_name
 from ppo.pipeline import study as ppo_study
 from ppo.pipeline.plan import write_plan
 from ppo.pipeline.publish import published_random
+from ppo.pipeline.rlhf_study import write_copy_plan as write_rlhf_copy_plan
 from ppo.pipeline.study import load_study, plan_groups, shared_runs
 from ppo.training import layout
 from ppo.training.records import unwritable
@@ -157,6 +158,15 @@ def written_folders():
             + ["results/random", "logs"])
 
 
+def write_copy_plan(study, owner, copies):
+    """A copy job's plan: ppo.pipeline.plan's, or an RLHF study's (ppo.pipeline.rlhf_study.write_copy_plan: its runs
+    are resolved again by the job, at the pipeline's seeds, and copied by ppo.pipeline.rlhf_job; rlhf.smk)."""
+    runs, sources, job = [run for run, _, _ in copies], [folder for _, folder, _ in copies], f"copy_{copy_id(owner)}"
+    if study.kind == "rlhf":
+        return write_rlhf_copy_plan("results", study, job, runs, sources, seeds=config.get("seeds"))
+    return write_plan("results", study, job, runs, sources)
+
+
 # Each pending job's plan (ppo.pipeline.plan): the runs it trains or copies as resolved here, each with its full
 # config, seed, task, variant, folder and config digest, in results/<study>/<scale>/plans/<job>-<key>.json, the
 # job's input. Written while planning (a dry run too: Snakemake wants a job's input to exist when it plans it, so a
@@ -166,8 +176,7 @@ def written_folders():
 try:
     TRAIN_PLANS = {(s.name, g.group_id): str(write_plan("results", s, f"train_{g.group_id}", g.runs))
                    for s, g in GROUPS}
-    COPY_PLANS = {(name, owner): str(write_plan("results", study, f"copy_{copy_id(owner)}",
-                                                [run for run, _, _ in copies], [folder for _, folder, _ in copies]))
+    COPY_PLANS = {(name, owner): str(write_copy_plan(study, owner, copies))
                   for (name, owner), (study, copies) in COPY_JOBS.items()}
 except OSError as err:
     raise WorkflowError(f"cannot write results: {unwritable(written_folders()) or err}; no job was started, "

@@ -2,7 +2,9 @@
 # (the SFT policy and the reward model, ppo.rlhf.train.models_key of the run's config: with pipeline_seeds, one per
 # seed and reward-model setting), then one job per pending run, which loads them. A model file is written to a temporary name and renamed, and only its own job writes it, so runs that
 # share it never build it twice or read it half-written. Finished runs (ppo.pipeline.study.is_current) get no job, so
-# a rebuilt model file never re-trains them.
+# a rebuilt model file never re-trains them. A run published with the project (published/rlhf/<scale>/runs, by
+# ppo.pipeline.publish) under the configuration the study now resolves, or the same run of another RLHF study, is
+# copied, not trained (COPY_JOBS, common.smk): one job per study and source, ppo.pipeline.rlhf_job --copy-plan.
 
 
 def rlhf_models_file(study, key):
@@ -14,7 +16,7 @@ def rlhf_rule_name(*parts):
 
 
 for _study in [s for s in STUDIES if s.kind == "rlhf"]:
-    _pending = [r for r in _study.runs() if not is_current(_study, r)]
+    _pending = [r for r in _study.runs() if not is_current(_study, r) and copy_source(_study, r) is None]
     _seeds_option = ["--seeds", str(config["seeds"])] if config.get("seeds") else []
     for _key in sorted({r.models_key for r in _pending}):
 
@@ -72,3 +74,20 @@ for _study in [s for s in STUDIES if s.kind == "rlhf"]:
                 "python -m ppo.pipeline.rlhf_job --study {params.study:q} --scale {params.scale:q} {params.seeds:q} "
                 "--cell {params.cell:q} --seed {params.seed:q} --digest {params.digest:q} --out {params.out:q} "
                 "--models-cache {params.cache:q} --threads {threads:q} > {log:q} 2>&1"
+
+
+for (_name, _owner), (_study, _copies) in [(k, v) for k, v in COPY_JOBS.items() if v[0].kind == "rlhf"]:
+
+    rule:
+        name:
+            rlhf_rule_name("copy", _name, copy_id(_owner))
+        input:
+            plan=COPY_PLANS[(_name, _owner)],
+            sources=[f for _, _, files in _copies for f in files],
+        output:
+            run_outputs(_study, [run for run, _, _ in _copies]),
+        log:
+            f"{log_dir(_study)}/copy_{copy_id(_owner)}.log",
+        localrule: True
+        shell:
+            "python -m ppo.pipeline.rlhf_job --copy-plan {input.plan:q} > {log:q} 2>&1"

@@ -33,7 +33,7 @@ for _study, _group in GROUPS:
 # Runs another study already trains (see SHARED in common.smk), or published with the project, are copied from
 # there, records unchanged: one job per study and source (COPY_JOBS), each source checked before anything is copied.
 # Its plan (COPY_PLANS) names each run's source.
-for (_name, _owner), (_study, _copies) in COPY_JOBS.items():
+for (_name, _owner), (_study, _copies) in [(k, v) for k, v in COPY_JOBS.items() if v[0].kind != "rlhf"]:  # rlhf.smk: RLHF's
 
     rule:
         name:
