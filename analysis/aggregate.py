@@ -28,7 +28,8 @@ order. With 3 seeds per task a percentile bootstrap shrinks each task's spread b
 intervals run narrower than their stated 95%; they are kept for the statistics rliable defines by the bootstrap
 (IQM, median, optimality gap, profiles, probability of improvement) and say so. The mean is Table 1's number:
 ``aggregate_metrics(..., mean_interval="t")`` gives it Table 1's t interval stratified over tasks
-(:func:`analysis.stats.stratified_t_interval`), so one quantity has one interval on every page.
+(:func:`analysis.stats.stratified_t_interval`), ``mean_interval="bootstrap-t"`` Table 1's interval from 5 seeds per
+task (:func:`analysis.stats.stratified_bootstrap_t`), so one quantity has one interval on every page.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator
 
 from analysis.curves import variant_order
-from analysis.stats import Interval, iqm, stratified_bootstrap, stratified_t_interval
+from analysis.stats import BOOTSTRAP_T_METHOD, T_METHOD, Interval, iqm, stratified_bootstrap, stratified_interval
 from analysis.style import (FONTS, draw_legend, legend_columns, legend_size, legible, new_figure,
                             panel_figure, save, variant_styles, wrap_title)
 
@@ -95,7 +96,7 @@ def _metric_values(parts: list[np.ndarray]) -> np.ndarray:
     )
 
 
-MEAN_INTERVALS = ("bootstrap", "t")
+MEAN_INTERVALS = ("bootstrap", T_METHOD, BOOTSTRAP_T_METHOD)
 
 
 def aggregate_metrics(
@@ -106,8 +107,9 @@ def aggregate_metrics(
 
     One row per variant (sorted by the mean, Table 1's statistic and order, best first) with ``variant``,
     ``variant_label``, ``n_tasks``, ``n_runs`` and, per metric ``m``, the columns ``m``, ``m_ci_low``,
-    ``m_ci_high``. The metrics share the same resamples. ``mean_interval="t"`` replaces the mean's bootstrap
-    interval by Table 1's t interval stratified over tasks (NaN when a task has a single run).
+    ``m_ci_high``. The metrics share the same resamples. ``mean_interval="t"`` (or ``"bootstrap-t"``) replaces the
+    mean's percentile bootstrap interval by Table 1's t interval stratified over tasks (NaN when a task has a single
+    run), or by its studentized bootstrap (:data:`analysis.stats.INTERVAL_METHODS`).
     """
     if mean_interval not in MEAN_INTERVALS:
         raise ValueError(f"mean_interval must be one of {MEAN_INTERVALS}, got {mean_interval!r}")
@@ -125,8 +127,8 @@ def aggregate_metrics(
         }
         for k, metric in enumerate(METRICS):
             row.update({metric: point[k], f"{metric}_ci_low": low[k], f"{metric}_ci_high": high[k]})
-        if mean_interval == "t":
-            t = stratified_t_interval(list(by_task.values()), confidence)
+        if mean_interval != "bootstrap":
+            t = stratified_interval(list(by_task.values()), mean_interval, n_resamples, confidence, seed)
             row.update(mean=t.point, mean_ci_low=t.low, mean_ci_high=t.high)
         rows.append(row)
     out = pd.DataFrame(rows).sort_values(["mean", "variant"], ascending=[False, True], kind="stable")
@@ -334,13 +336,16 @@ def plot_performance_profile(profile: pd.DataFrame, path: str | Path, scale: flo
 INTERVAL_PANELS = (("iqm", "IQM"), ("median", "Median"), ("mean", "Mean"), ("optimality_gap", "Optimality gap"))
 
 
-def interval_method(n_resamples: int, mean_interval: str = "t", improvement: bool = True) -> str:
-    """The sentence a figure of :func:`draw_interval_estimates` states its intervals with."""
-    mean = ("mean: Student t interval stratified over tasks (Table 1's)" if mean_interval == "t"
-            else "mean: as the others")
+def interval_method(n_resamples: int, mean_interval: str = "t", improvement: bool = True,
+                    seeds: str = "3 seeds") -> str:
+    """The sentence a figure of :func:`draw_interval_estimates` states its intervals with; ``seeds`` says how many
+    seeds per task the runs have (:meth:`analysis.seeds.SeedCounts.short`)."""
+    mean = {T_METHOD: "mean: Student t interval stratified over tasks (Table 1's)",
+            BOOTSTRAP_T_METHOD: "mean: studentized bootstrap stratified over tasks (Table 1's)"}.get(
+        mean_interval, "mean: as the others")
     others = "IQM, median, optimality gap" + (" and P(X > anchor)" if improvement else "")
     return (f"95% intervals. {others}: percentile bootstrap over runs stratified by task ({n_resamples:,} "
-            f"resamples; narrower than 95% at 3 seeds); {mean}.")
+            f"resamples; narrower than 95% at {seeds}); {mean}.")
 
 
 INTERVALS_TITLE = "Aggregate normalised score per setting (random = 0, best setting = 1)"

@@ -10,9 +10,10 @@ algorithm. Everything here reuses the Table 1 machinery:
 - **normalisation**: :func:`analysis.table1.normalize_scores` (per task, our random policy = 0,
   the best variant's mean = 1, the best chosen among the variants present, here the figure's
   algorithms, not Table 1's settings: PPO's normalised score here is not its Table 1 score);
-  aggregated per variant with :func:`analysis.aggregate.aggregate_metrics` (mean with Table 1's t
-  interval stratified over tasks; IQM, median, optimality gap with stratified bootstrap intervals) and
-  set against PPO by Welch's interval of the difference (:func:`aggregate_table`);
+  aggregated per variant with :func:`analysis.aggregate.aggregate_metrics` (mean with Table 1's interval
+  stratified over tasks: the t interval below 5 seeds per task, the studentized bootstrap from 5,
+  :data:`analysis.stats.BOOTSTRAP_FROM`; IQM, median, optimality gap with stratified bootstrap intervals) and
+  set against PPO by the same method's interval of the difference (:func:`aggregate_table`);
 - **learning curves**: every seed and their mean (:func:`plot_figure3`, :func:`analysis.curves.draw_curves`);
 - **throughput** (:func:`throughput`): environment steps per second of wall-clock time, per
   algorithm and task, beside PPO's and as a ratio to it.
@@ -45,7 +46,8 @@ from analysis.aggregate import METRICS, aggregate_metrics
 from analysis.curves import plot_curves, resample_runs
 from analysis.io import RunDataError
 from analysis.references import REF_COLUMNS, algo_rows, format_steps, reference_columns, task_env_name
-from analysis.stats import interval_side, stratified_welch, t_interval, welch_samples
+from analysis.seeds import seed_counts
+from analysis.stats import T_METHOD, interval_side, stratified_difference, t_interval, welch_samples
 from ppo.config.registry import lines as algorithm_lines
 
 # line (the manifest's ``algorithm``) -> the leading token of its rows' ``algo`` in
@@ -169,10 +171,12 @@ AGGREGATE_FRONT = ["algorithm", "variant", "variant_label", "n_tasks", "n_runs",
 VERSUS_COLUMNS = ["diff_vs_anchor", "diff_ci_low", "diff_ci_high", "vs_anchor"]
 
 
-def versus_anchor(normalized: pd.DataFrame, variant: str, anchor: str, confidence: float = 0.95) -> dict:
+def versus_anchor(normalized: pd.DataFrame, variant: str, anchor: str, confidence: float = 0.95,
+                  method: str = T_METHOD, n_resamples: int = 10_000, seed: int = 0) -> dict:
     """``variant`` − ``anchor`` in mean normalised score over the tasks both ran (mean of per-task differences),
-    Welch's 95% interval stratified over tasks (:func:`analysis.stats.stratified_welch`); ``vs_anchor`` says
-    where the interval lies: "above", "below" or "not distinguishable" ("no interval" with a single run)."""
+    with ``method``'s 95% interval stratified over tasks (:func:`analysis.stats.stratified_difference`: Welch's,
+    or the studentized bootstrap); ``vs_anchor`` says where the interval lies: "above", "below" or "not
+    distinguishable" ("no interval" with a single run)."""
     empty = dict(diff_vs_anchor=math.nan, diff_ci_low=math.nan, diff_ci_high=math.nan, vs_anchor="")
     if variant == anchor or anchor not in set(normalized["variant"]):
         return empty
@@ -181,7 +185,8 @@ def versus_anchor(normalized: pd.DataFrame, variant: str, anchor: str, confidenc
     tasks = sorted(set(cells[variant]) & set(cells[anchor]))
     if not tasks:
         return empty
-    d = stratified_welch([cells[variant][t] for t in tasks], [cells[anchor][t] for t in tasks], confidence)
+    d = stratified_difference([cells[variant][t] for t in tasks], [cells[anchor][t] for t in tasks], method,
+                              n_resamples, confidence, seed)
     side = interval_side(d.low, d.high)
     word = {"above 0": "above", "below 0": "below", "crosses 0": "not distinguishable"}.get(side, side)
     return dict(diff_vs_anchor=d.point, diff_ci_low=d.low, diff_ci_high=d.high, vs_anchor=word)
@@ -189,19 +194,23 @@ def versus_anchor(normalized: pd.DataFrame, variant: str, anchor: str, confidenc
 
 def aggregate_table(
     normalized: pd.DataFrame, manifests: pd.DataFrame, n_resamples: int = 10_000, seed: int = 0,
-    anchor: str = "clip_0.2",
+    anchor: str = "clip_0.2", method: str | None = None,
 ) -> pd.DataFrame:
-    """Per variant (= algorithm): mean normalised score over its tasks (Table 1's statistic) with Table 1's 95% t
-    interval stratified over tasks, and IQM, median and optimality gap, each with its 95% stratified bootstrap
-    interval (:func:`analysis.aggregate.aggregate_metrics`); ``n_not_above_random`` counts runs that end no better
-    than the random policy; each algorithm against ``anchor`` (PPO) by :func:`versus_anchor`. Best mean first."""
+    """Per variant (= algorithm): mean normalised score over its tasks (Table 1's statistic) with Table 1's 95%
+    interval stratified over tasks (``method``; by default the one the smallest (algorithm, task) cell allows,
+    :func:`analysis.seeds.seed_counts`: the t interval at 3 seeds), and IQM, median and optimality gap, each with its
+    95% stratified bootstrap interval (:func:`analysis.aggregate.aggregate_metrics`); ``n_not_above_random`` counts
+    runs that end no better than the random policy; each algorithm against ``anchor`` (PPO) by
+    :func:`versus_anchor` with the same method. Best mean first."""
     algorithms = run_algorithms(manifests)
-    agg = aggregate_metrics(normalized, n_resamples, seed=seed, mean_interval="t")
+    method = method or seed_counts(normalized).method
+    agg = aggregate_metrics(normalized, n_resamples, seed=seed, mean_interval=method)
     agg.insert(0, "algorithm", agg["variant"].map(algorithms))
     marks = normalized.assign(d=normalized["status"] == "diverged", r=normalized["normalized"] <= 0)
     agg["n_diverged"] = agg["variant"].map(marks.groupby("variant")["d"].sum()).astype(int)
     agg["n_not_above_random"] = agg["variant"].map(marks.groupby("variant")["r"].sum()).astype(int)
-    versus = pd.DataFrame([versus_anchor(normalized, v, anchor) for v in agg["variant"]], columns=VERSUS_COLUMNS)
+    versus = pd.DataFrame([versus_anchor(normalized, v, anchor, method=method, n_resamples=n_resamples, seed=seed)
+                           for v in agg["variant"]], columns=VERSUS_COLUMNS)
     agg = pd.concat([agg.reset_index(drop=True), versus], axis=1)
     metrics = ["mean", *[m for m in METRICS if m != "mean"]]  # Table 1's statistic first
     metric_columns = [c for m in metrics for c in (m, f"{m}_ci_low", f"{m}_ci_high")]
@@ -404,6 +413,20 @@ CLAIM_RULE = (
     "(each algorithm's seeds drawn with replacement) in which PPO has the best mean, a description of the seeds' "
     "spread, not a test."
 )
+
+
+CLAIM_OUTCOME_RULE = ("reproduced when PPO has the best mean final score on every task but at most one and lies below "
+                      "the best other algorithm on none; not reproduced when it lies below the best other algorithm "
+                      "on two tasks or more; partly reproduced otherwise")
+
+
+def claim_outcome(claim: pd.DataFrame, anchor: str = "clip_0.2") -> str:
+    """The paper's claim checked over a :func:`claim_table` by :data:`CLAIM_OUTCOME_RULE`: "reproduced", "partly
+    reproduced" or "not reproduced"."""
+    best_on = int((claim["best"] == anchor).sum())
+    below = int((claim["verdict"] == "below the best").sum())
+    return ("reproduced" if best_on >= len(claim) - 1 and not below else "not reproduced" if below > 1
+            else "partly reproduced")
 
 
 def claim_table(scores: pd.DataFrame, anchor: str = "clip_0.2", n_resamples: int = 10_000, seed: int = 0) -> pd.DataFrame:

@@ -127,7 +127,10 @@ INTERVALS_NOTE = (
     "degrees of freedom); a difference between two sets of runs, Welch's 95% interval, and 'identical' when both "
     "sides are the same runs. IQM, median, optimality gap, performance profiles and probability of improvement: "
     "95% percentile bootstrap over runs stratified by task (Agarwal et al. 2021), narrower than 95% at 3 seeds per "
-    "task. No interval with one seed."
+    "task. No interval with one seed. From 5 seeds in every (setting, task) cell (analysis.stats.BOOTSTRAP_FROM) a "
+    "mean over tasks and a difference of two settings over tasks take the studentized bootstrap stratified over tasks "
+    "instead of the t interval (the percentile bootstrap still falls short of 95% at 10 seeds); each table's "
+    "'Seeds' note names its method."
 )
 ONE_SETTING = ("One setting only: no normalised score (every task's best setting would be this one, 1.00 by "
                "construction); the raw scores per task are the result.")

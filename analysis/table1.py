@@ -4,11 +4,14 @@ Sec 6.1: per task, the random policy scores 0 and the best setting scores 1; a s
 value is the mean over its runs (7 tasks x 3 seeds = 21 in the paper). The paper does
 not publish its random or best scores, so both come from our own runs: "best" is the
 setting with the highest mean (over seeds) final score on that task, chosen among the
-variants present in ``scores``. The interval treats those constants as fixed: it is a 95% t interval stratified
-over tasks (:func:`analysis.stats.stratified_t_interval`: each task's variance over its seeds), not a bootstrap,
-whose interval over 3 seeds per task shrinks each task's spread by a third. Each setting is set against the best
-one by Welch's interval of the difference (:data:`BEST_RULE`), and a study of one setting has no normalised score
-(its best would be itself: 1.00 by construction).
+variants present in ``scores``. The interval treats those constants as fixed: below 5 seeds per (setting, task) cell
+it is a 95% t interval stratified over tasks (:func:`analysis.stats.stratified_t_interval`: each task's variance over
+its seeds), not a percentile bootstrap, whose interval over 3 seeds per task shrinks each task's spread by a third;
+from 5 seeds (:data:`analysis.stats.BOOTSTRAP_FROM`, its coverage reason beside it) the studentized bootstrap
+stratified over tasks (:func:`analysis.stats.stratified_bootstrap_t`). The smallest cell picks the method
+(:func:`analysis.seeds.seed_counts`), so a table of unequal seed counts uses the method its smallest cell allows.
+Each setting is set against the best one by the interval of the difference (:func:`best_rule`), and a study of one
+setting has no normalised score (its best would be itself: 1.00 by construction).
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ import numpy as np
 import pandas as pd
 import scipy.stats
 
-from analysis.stats import interval_side, stratified_t_interval, stratified_welch
+from analysis.seeds import seed_counts
+from analysis.stats import (BOOTSTRAP_T_METHOD, INTERVAL_METHODS, T_METHOD, interval_side, stratified_difference,
+                            stratified_interval)
 
 TABLE1_COLUMNS = [
     "variant",
@@ -126,16 +131,29 @@ def _by_task(norm: pd.DataFrame, variant: str) -> dict[str, np.ndarray]:
 # lower would otherwise count as "below" the best.
 TIE_MARGIN = 0.02
 BELOW, NOT_DISTINGUISHABLE, BEST, NO_INTERVAL = "below", "not distinguishable", "best", "no interval"
-BEST_RULE = (
-    "Against the best setting (the highest mean; vs_best): diff_vs_best = the setting's score − the best one's, the "
-    "mean over the tasks both ran of the per-task difference of mean normalised scores, with Welch's 95% interval "
-    "(the two settings' seeds independent, each task's own variance over seeds, Welch–Satterthwaite degrees of "
-    f"freedom). 'below': the interval lies wholly below 0 and the difference is at least {TIE_MARGIN} (smaller "
-    "differences are not called differences: at a ceiling both sides can have no spread); 'not distinguishable': "
-    "otherwise; 'no interval': a task with a single run. The best is picked from the same runs, which makes "
-    "'below' a little easier to reach. Not interval overlap: two 95% intervals can overlap while the interval of "
-    "their difference excludes 0."
-)
+DIFFERENCE_INTERVALS = {  # the interval of a difference of two settings, by analysis.stats.INTERVAL_METHODS
+    T_METHOD: "Welch's 95% interval (the two settings' seeds independent, each task's own variance over seeds, "
+              "Welch–Satterthwaite degrees of freedom)",
+    BOOTSTRAP_T_METHOD: "a 95% studentized bootstrap interval (each setting's seeds resampled independently within "
+                        "each task, each resample standardised by its Welch standard error)",
+}
+
+
+def best_rule(method: str = T_METHOD) -> str:
+    """The rule of the ``vs_best`` column with ``method``'s interval of the difference (:data:`DIFFERENCE_INTERVALS`).
+    """
+    return (
+        "Against the best setting (the highest mean; vs_best): diff_vs_best = the setting's score − the best one's, "
+        "the mean over the tasks both ran of the per-task difference of mean normalised scores, with "
+        f"{DIFFERENCE_INTERVALS[method]}. 'below': the interval lies wholly below 0 and the difference is at least "
+        f"{TIE_MARGIN} (smaller differences are not called differences: at a ceiling both sides can have no spread); "
+        "'not distinguishable': otherwise; 'no interval': a task with a single run. The best is picked from the same "
+        "runs, which makes 'below' a little easier to reach. Not interval overlap: two 95% intervals can overlap "
+        "while the interval of their difference excludes 0."
+    )
+
+
+BEST_RULE = best_rule(T_METHOD)  # the rule below 5 seeds per cell, as at the paper's 3
 NOT_ABOVE_RANDOM_NOTE = ("n_not_above_random: runs whose final score is not above our random policy's on the task "
                          "(normalised score ≤ 0): a run that never learned, diverged or not.")
 ONE_SETTING_NOTE = ("One setting only: no normalised score. Each task's best setting would be this one, so every "
@@ -159,24 +177,29 @@ def table1(
     n_resamples: int = 10_000,
     confidence: float = 0.95,
     seed: int = 0,
+    method: str | None = None,
 ) -> pd.DataFrame:
-    """Our Table 1 with 95% t intervals stratified over tasks and the published value beside it.
+    """Our Table 1 with 95% intervals stratified over tasks and the published value beside it.
 
     ``ours`` is the mean over tasks of each task's mean normalised score over seeds (the mean over all runs when
-    every task has the same number of seeds, as the paper's 7 × 3); ``ci_low``/``ci_high`` its t interval
-    (:func:`analysis.stats.stratified_t_interval`). ``diff_vs_best`` and ``vs_best`` set each setting against
-    the best one by :data:`BEST_RULE`; ``n_not_above_random`` counts runs that end no better than the random
+    every task has the same number of seeds, as the paper's 7 × 3); ``ci_low``/``ci_high`` its interval by
+    ``method`` (:data:`analysis.stats.INTERVAL_METHODS`; by default the one the smallest (setting, task) cell
+    allows, :func:`analysis.seeds.seed_counts`: the t interval at 3 seeds). ``diff_vs_best`` and ``vs_best`` set
+    each setting against the best one by :func:`best_rule`; ``n_not_above_random`` counts runs that end no better
+    than the random
     policy. With a single setting every value would be 1 by construction: ``ours`` and the ranks are NaN
     (:data:`ONE_SETTING_NOTE`). ``paper_map`` comes from :func:`paper_rows`, ``published`` from
     :func:`load_published_table1`; without them ``published`` is NaN. ``rank_ours`` ranks all variants (1 =
     best); ``rank_published`` ranks the variants that have a published value. Ties share the average rank.
-    ``n_resamples`` and ``seed`` are unused (the intervals are t intervals), kept for callers.
+    ``n_resamples`` and ``seed`` serve the bootstrap (the t interval does not use them).
     """
+    method = method or seed_counts(scores).method
     norm = normalize_scores(scores, random_scores)
     labels = norm.groupby("variant")["variant_label"].first()
     variants = sorted(norm["variant"].unique())
     by_task = {v: _by_task(norm, v) for v in variants}
-    intervals = {v: stratified_t_interval(list(by_task[v].values()), confidence) for v in variants}
+    intervals = {v: stratified_interval(list(by_task[v].values()), method, n_resamples, confidence, seed)
+                 for v in variants}
     one_setting = len(variants) == 1
     best = max(variants, key=lambda v: intervals[v].point)
     rows = []
@@ -200,8 +223,8 @@ def table1(
         elif variant == best:
             row["vs_best"] = BEST
         elif shared:
-            diff = stratified_welch([by_task[variant][t] for t in shared], [by_task[best][t] for t in shared],
-                                    confidence)
+            diff = stratified_difference([by_task[variant][t] for t in shared], [by_task[best][t] for t in shared],
+                                         method, n_resamples, confidence, seed)
             row.update(diff_vs_best=diff.point, diff_ci_low=diff.low, diff_ci_high=diff.high,
                        vs_best=versus_best(diff))
         rows.append(row)
@@ -224,7 +247,7 @@ def table1(
 def clearly_below(table: pd.DataFrame, margin: float = TIE_MARGIN) -> tuple[str, list[str], list[str]]:
     """(best variant, variants not distinguishable from it, variants below it) of a Table 1, one row per variant.
 
-    With :func:`table1`'s ``vs_best`` column, by :data:`BEST_RULE` (Welch's interval of the difference from the
+    With :func:`table1`'s ``vs_best`` column, by :func:`best_rule` (the interval of the difference from the
     best). A table of ``ours``, ``ci_low`` and ``ci_high`` alone (no per-seed data) only allows the old rule: below
     when its 95% interval lies wholly under the best one's and it is at least ``margin`` lower, which is not a
     test; pass the ``vs_best`` column instead. Order: the table's."""
@@ -258,6 +281,8 @@ def paper_checks(
     n_resamples: int = 2000,
     confidence: float = 0.95,
     seed: int = 0,
+    method: str | None = None,
+    interval_resamples: int = 10_000,
 ) -> dict:
     """The questions a paper-scale Table 1 answers, with their uncertainty over seeds.
 
@@ -266,8 +291,10 @@ def paper_checks(
     :func:`table1` does (best setting per task chosen again, normalisation, mean over tasks), so the
     interval of Spearman's ρ includes the uncertainty of the normalisation. Returns ρ and its
     percentile interval, whether ``no_clip`` is last (and how often in the resamples), the best setting with
-    Table 1's interval of its score (``best_ci``: the same numbers as Table 1, normalisation fixed), ``anchor``
-    against it (``anchor_minus_best`` with Welch's interval and ``anchor_vs_best`` by :data:`BEST_RULE`; how
+    Table 1's interval of its score (``best_ci``: the same numbers as Table 1, normalisation fixed, by ``method``,
+    by default the one the smallest cell allows; a bootstrap draws ``interval_resamples``, as :func:`table1`'s
+    ``n_resamples``, so both give the same numbers), ``anchor`` against it (``anchor_minus_best`` with the same
+    method's interval of the difference and ``anchor_vs_best`` by :func:`best_rule`; how
     often the anchor is best in the resamples, as a fraction and a count), and the settings whose rank moves
     most from the paper's.
     """
@@ -301,9 +328,11 @@ def paper_checks(
     best_variant = variants[int(table[0].argmax())]
     norm = normalize_scores(scores, random_scores)
     best_runs, anchor_runs = _by_task(norm, best_variant), _by_task(norm, anchor)
-    best_ci = stratified_t_interval(list(best_runs.values()), confidence)
+    method = method or seed_counts(scores).method
+    best_ci = stratified_interval(list(best_runs.values()), method, interval_resamples, confidence, seed)
     shared = sorted(set(best_runs) & set(anchor_runs))
-    versus = stratified_welch([anchor_runs[t] for t in shared], [best_runs[t] for t in shared], confidence)
+    versus = stratified_difference([anchor_runs[t] for t in shared], [best_runs[t] for t in shared], method,
+                                   interval_resamples, confidence, seed)
     anchor_best = int((ranks[1:, variants.index(anchor)] == 1).sum())
     moved = sorted(((abs(point_rank[v] - paper_rank[v]), v) for v in np.array(variants)[has]), reverse=True)
     return {
@@ -326,8 +355,38 @@ def paper_checks(
         "largest_rank_moves": [{"variant": v, "rank_ours": int(point_rank[v]), "rank_paper": float(paper_rank[v])}
                                for _, v in moved[:3]],
         "n_resamples": n_resamples,
+        "interval_method": method,
         "method": "rho_ci and the fractions: seeds resampled with replacement within each (variant, task), the "
                   "best setting per task, the normalisation and the mean over tasks recomputed per resample, "
-                  "percentile intervals; best_ci: Table 1's 95% t interval stratified over tasks (normalisation "
-                  "fixed); anchor_minus_best: Welch's 95% interval, anchor_vs_best by BEST_RULE",
+                  f"percentile intervals; best_ci: Table 1's 95% interval, {INTERVAL_METHODS[method]} "
+                  f"(normalisation fixed); anchor_minus_best: {DIFFERENCE_INTERVALS[method]}, anchor_vs_best by "
+                  "analysis.table1.best_rule",
     }
+
+
+def pairwise_differences(scores: pd.DataFrame, random_scores: pd.Series, method: str | None = None,
+                         n_resamples: int = 10_000, confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
+    """Every pair of settings of a Table 1, normalised as :func:`table1` does: ``higher`` (the higher mean) −
+    ``lower`` over the tasks both ran, with ``method``'s interval of the difference (:func:`best_rule`'s, by default
+    the one the smallest cell allows), and ``distinguishable`` when the interval lies wholly above 0 and the
+    difference is at least :data:`TIE_MARGIN`. Each pair is tested at 95% on its own: with 11 settings, 55 tests,
+    so a few "distinguishable" pairs are expected by chance where no setting differs. One row per pair, the
+    largest difference first."""
+    method = method or seed_counts(scores).method
+    norm = normalize_scores(scores, random_scores)
+    variants = sorted(norm["variant"].unique())
+    by_task = {v: _by_task(norm, v) for v in variants}
+    means = {v: float(np.mean([x.mean() for x in by_task[v].values()])) for v in variants}
+    rows = []
+    for i, a in enumerate(variants):
+        for b in variants[i + 1:]:
+            high, low = (a, b) if means[a] >= means[b] else (b, a)
+            shared = sorted(set(by_task[high]) & set(by_task[low]))
+            if not shared:
+                continue
+            d = stratified_difference([by_task[high][t] for t in shared], [by_task[low][t] for t in shared], method,
+                                      n_resamples, confidence, seed)
+            rows.append({"higher": high, "lower": low, "difference": d.point, "ci_low": d.low, "ci_high": d.high,
+                         "distinguishable": interval_side(d.low, d.high) == "above 0" and d.point >= TIE_MARGIN})
+    out = pd.DataFrame(rows, columns=["higher", "lower", "difference", "ci_low", "ci_high", "distinguishable"])
+    return out.sort_values(["difference", "higher", "lower"], ascending=[False, True, True]).reset_index(drop=True)
