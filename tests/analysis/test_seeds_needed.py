@@ -1,0 +1,132 @@
+"""How many seeds each conclusion needs (analysis.seeds_needed), on small score tables whose answers are worked out
+by hand: a conclusion that flips at 5 seeds settles at 5, one that changes at the last count is not settled, and a
+table of unequal seed counts is followed only as far as every cell goes, and says so."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from analysis.seeds_needed import (NEEDED_COLUMNS, Finding, figure3_findings, ladder_gap, needed_markdown,
+                                   seed_ladder, seeds_needed, settled_text, settles_from, table1_needed, write_needed)
+
+LABELS = {"clip_0.2": "Clipping, ε = 0.2", "kl_fixed_1": "Fixed KL, β = 1", "no_clip": "No clipping or penalty",
+          "a2c": "A2C", "trpo": "TRPO"}
+PAPER = pd.Series({"clip_0.2": 0.82, "kl_fixed_1": 0.71, "no_clip": -0.39})
+RANDOM = pd.Series({"T1": 0.0, "T2": 0.0})
+
+
+def runs(cells: dict[tuple[str, str], list[float]]) -> pd.DataFrame:
+    """One row per run: ``cells[(task, variant)]`` lists the scores of seeds 0, 1, …"""
+    rows = [(t, v, k, s) for (t, v), values in cells.items() for k, s in enumerate(values)]
+    df = pd.DataFrame(rows, columns=["task", "variant", "seed", "score"])
+    return df.assign(run_id=df["task"] + "/" + df["variant"] + "/seed" + df["seed"].astype(str),
+                     variant_label=df["variant"].map(LABELS), status="completed")
+
+
+def wiggle(base: float, n: int = 8) -> list[float]:
+    """base, base + 0.2, base, base + 0.2, …: a little spread over seeds."""
+    return [base + 0.2 * (k % 2) for k in range(n)]
+
+
+def table1_runs(no_clip_seeds: int = 8) -> pd.DataFrame:
+    """Two tasks (random policy 0): ε = 0.2 about 10, β = 1 about 5, no clipping about 6 at seeds 0–3 and about 0 from
+    seed 4. The mean of no clipping over seeds 0..n-1 is 6.07 at n = 3 and 6.10 at 4 (above β = 1's 5.07 and 5.10),
+    (6 + 6.2 + 6 + 6.2 + 0) / 5 = 4.88 at n = 5, below β = 1's 5.08, and lower still after: it is last from 5 seeds."""
+    cells = {}
+    for task in RANDOM.index:
+        cells[(task, "clip_0.2")] = wiggle(10.0)
+        cells[(task, "kl_fixed_1")] = wiggle(5.0)
+        cells[(task, "no_clip")] = (wiggle(6.0, 4) + wiggle(0.0, 4))[:no_clip_seeds]
+    return runs(cells)
+
+
+def test_settles_from_by_hand():
+    ns = [3, 4, 5, 6, 7]
+    assert settles_from(["a", "a", "b", "b", "b"], ns) == 5
+    assert settles_from(["a"] * 5, ns) == 3
+    assert settles_from(["a", "b", "a", "a", "a"], ns) == 5  # back to an earlier answer still counts from its return
+    assert settles_from(["a", "a", "a", "a", "b"], ns) is None  # changes at the last count
+    assert settles_from(["a"], [3]) is None
+    assert settled_text(5, ns) == "5 (same up to 7)"
+    assert settled_text(None, ns) == "not settled: changes at 7"
+    assert settled_text(None, [3]) == "open: only 3 seeds in every cell"
+    with pytest.raises(ValueError):
+        settles_from(["a", "b"], [3])
+
+
+def test_a_conclusion_that_flips_at_five_seeds_settles_at_five():
+    needed = table1_needed(table1_runs(), RANDOM, PAPER, n_resamples=500).set_index("question")
+    assert list(needed.columns) == [c for c in NEEDED_COLUMNS if c != "question"]
+    last = needed.loc["No clipping or penalty last"]
+    assert (last["settled_from"], last["settled"]) == (5, "5 (same up to 8)")
+    assert (last["answer_first"], last["answer_last"], last["answers"]) == ("no", "yes", "3–4: no; 5–8: yes")
+    assert last["evidence_first"].startswith("rank 2,") and last["evidence_last"].startswith("rank 3,")
+    best = needed.loc["best setting"]
+    assert (best["answer_first"], best["settled_from"]) == ("ε = 0.2", 3)
+    ranking = needed.loc["ranking of the settings, best first"]
+    assert ranking["answers"] == ("3–4: ε = 0.2 > No clipping or penalty > β = 1; "
+                                  "5–8: ε = 0.2 > β = 1 > No clipping or penalty")
+    assert needed.loc["ε = 0.2 (the paper's best) against the best setting", "answers"] == "3–8: best"
+
+
+def test_a_conclusion_that_changes_at_the_last_count_is_not_settled():
+    scores = table1_runs()
+
+    def findings(view: pd.DataFrame) -> list[Finding]:
+        n = int(view["seed"].max()) + 1
+        return [Finding("toy", "more than 7 seeds", "yes" if n > 7 else "no", f"{n} seeds"),
+                Finding("toy", "always", "same")]
+
+    needed = seeds_needed(scores, findings).set_index("question")
+    assert needed.loc["more than 7 seeds", "settled"] == "not settled: changes at 8"
+    assert pd.isna(needed.loc["more than 7 seeds", "settled_from"])
+    assert needed.loc["more than 7 seeds", "answers"] == "3–7: no; 8: yes"
+    assert (needed.loc["always", "settled_from"], needed.loc["always", "evidence_last"]) == (3, "")
+    table = needed_markdown(needed.reset_index())
+    assert table.splitlines()[0] == ("| study | conclusion | seeds 0–2 (the paper's 3) | seeds 0–7 | "
+                                     "stops changing from |")
+    assert "| toy | more than 7 seeds | no: 3 seeds | yes: 8 seeds | not settled: changes at 8 |" in table
+
+
+def test_unequal_seed_counts_stop_the_ladder_where_every_cell_has_its_seeds(tmp_path):
+    """No clipping has 5 seeds on both tasks, every other cell 8: the ladder goes to 5 (seeds 0–4 in every cell),
+    and the table's notes say the counts are unequal."""
+    scores = table1_runs(no_clip_seeds=5)
+    assert seed_ladder(scores) == [3, 4, 5]
+    needed = table1_needed(scores, RANDOM, PAPER, n_resamples=500)
+    assert set(needed["n_last"]) == {5}
+    write_needed(needed, scores, tmp_path / "n.csv", tmp_path / "n.md", ["a note"], "Seeds needed")
+    md = (tmp_path / "n.md").read_text()
+    assert "unequal seeds: 5 to 8 per (setting, task) cell (of the 6 cells, 2 have 5, 4 have 8; every cell has seeds " \
+           "0–4)" in md and "chosen by the smallest cell (5 seeds" in md
+
+
+def test_no_ladder_below_three_seeds(tmp_path):
+    scores = table1_runs()
+    two = scores[~((scores["task"] == "T1") & (scores["variant"] == "no_clip") & (scores["seed"] >= 2))]
+    assert seed_ladder(two) == [] and ladder_gap(scores) == ""
+    reason = ladder_gap(two)
+    assert reason.startswith("No seeds-needed table: it needs seeds 0–2 in every (setting, task) cell; the runs have "
+                             "unequal seeds: 2 to 8")
+    with pytest.raises(ValueError, match="needs seeds 0–2"):
+        table1_needed(two, RANDOM, PAPER)
+    write_needed(reason, two, tmp_path / "n.csv", tmp_path / "n.md", [], "Seeds needed")
+    assert pd.read_csv(tmp_path / "n.csv").empty and reason in (tmp_path / "n.md").read_text()
+
+
+def test_figure3_findings_per_baseline_per_task_and_over_the_tasks():
+    """PPO about 10 on both tasks; A2C about 2 (below PPO everywhere); TRPO about 10 on T1 and 20 on T2 (above PPO
+    there): PPO is best on T1 only, below the best other algorithm on T2, above A2C on both tasks and over them."""
+    cells = {}
+    for task in RANDOM.index:
+        cells[(task, "clip_0.2")] = wiggle(10.0, 3)
+        cells[(task, "a2c")] = wiggle(2.0, 3)
+        cells[(task, "trpo")] = wiggle(10.1 if task == "T1" else 20.0, 3)
+    found = {f.question: f for f in figure3_findings(runs(cells), RANDOM, n_resamples=500)}
+    assert found["PPO against A2C, per task"].answer == "T1: above; T2: above"
+    assert found["PPO against A2C, per task"].text == "above on T1, T2"
+    assert found["PPO against A2C, over the tasks (normalised)"].answer == "above"
+    assert found["PPO against TRPO, per task"].text == "below on T2; not distinguishable on 1"
+    assert found["PPO against the best other algorithm, per task"].text == "below the best on T2; not distinguishable on 1"
+    claim = found["the paper's claim (PPO best on almost every task)"]
+    assert (claim.answer, claim.evidence) == ("partly reproduced", "PPO's mean best on 0 of 2")
