@@ -32,13 +32,14 @@ SCALE = "paper"
 PAGE = {
     "table1": ("table1.md", "rank_agreement.json", "aggregate_intervals.png", "curves_steps.png", "sb3_comparison.md",
                "sb3_curves.png", "per_task_{anchor}.md", "policy_entropy.md", "diagnostics.png",
-               "performance_profile.png"),
+               "performance_profile.png", "seeds_needed.md"),
     "figure3": ("figure3_claim.md", "figure3_aggregate.md", "figure3_intervals.png", "figure3_curves.png",
-                "figure3_final_scores.md"),
+                "figure3_final_scores.md", "figure3_seeds_needed.md"),
     "details": ("details_per_task.md", "details_effects.md", "details_claims.md", "details_curves.png"),
 }
 COLLAPSED = ("per_task_{anchor}.md", "figure3_final_scores.md")  # one row per reference: dozens of rows, 20 columns
-SETTINGS_FIGURES = ("aggregate_intervals.png", "performance_profile.png", "diagnostics.png")  # need 2 settings or more
+# need 2 settings or more (seeds_needed.md: Table 1's conclusions, about its settings)
+SETTINGS_FIGURES = ("aggregate_intervals.png", "performance_profile.png", "diagnostics.png", "seeds_needed.md")
 # The sections of the report's first page (front_page.py) that the page opens with.
 FRONT_SECTIONS = ("table1: Clipping, ε = 0.2 beside the references", "The checks of Table 1, beside it")
 
@@ -71,8 +72,9 @@ def _versus_best(checks: dict) -> str:
     if checks.get("anchor_minus_best") is None:  # written before Welch's comparison: the old interval rule
         return ("within" if checks["anchor_within_best_ci"] else "below") + " that interval"
     point, low, high = checks["anchor_minus_best"]
-    return (f"{point:+.2f} against it (Welch's 95% interval {low:+.2f} to {high:+.2f}: "
-            f"{checks['anchor_vs_best']})")
+    method = ("95% studentized bootstrap interval" if checks.get("interval_method") == "bootstrap-t"
+              else "Welch's 95% interval")
+    return f"{point:+.2f} against it ({method} {low:+.2f} to {high:+.2f}: {checks['anchor_vs_best']})"
 
 
 def _best_count(checks: dict) -> str:

@@ -36,7 +36,8 @@ REPORTS = {
          ("sb3_curves.png", "sb3_curves.rst"), ("aggregates.csv", "aggregates.rst"), ("aggregates.md", None),
          ("probability_of_improvement.csv", "probability_of_improvement.rst"),
          ("probability_of_improvement.md", None), ("aggregate_intervals.png", "aggregate_intervals.rst"),
-         ("performance_profile.png", "performance_profile.rst"), ("sample_efficiency.png", "sample_efficiency.rst")),
+         ("performance_profile.png", "performance_profile.rst"), ("sample_efficiency.png", "sample_efficiency.rst"),
+         ("seeds_needed.csv", "seeds_needed.rst"), ("seeds_needed.md", None)),
         random_scores=True, anchor=True, sb3_reference=True, headline="table1.md",
         headline_columns=("variant_label", "n_runs", "n_diverged", "ours", "ci_low", "ci_high", "published")),
     "figure3": Report(  # Figure 3 beside published references
@@ -45,7 +46,8 @@ REPORTS = {
          ("figure3_final_scores.md", None), ("figure3_aggregate.csv", "figure3_aggregate.rst"),
          ("figure3_aggregate.md", None), ("figure3_intervals.png", "figure3_intervals.rst"),
          ("figure3_claim.csv", "figure3_claim.rst"), ("figure3_claim.md", None),
-         ("figure3_throughput.csv", "figure3_throughput.rst"), ("figure3_throughput.md", None)),
+         ("figure3_throughput.csv", "figure3_throughput.rst"), ("figure3_throughput.md", None),
+         ("figure3_seeds_needed.csv", "figure3_seeds_needed.rst"), ("figure3_seeds_needed.md", None)),
         random_scores=True, anchor=True, headline="figure3_aggregate.md",
         headline_columns=("variant_label", "n_runs", "n_diverged", "iqm", "iqm_ci_low", "iqm_ci_high", "mean")),
     "atari": Report(  # Tables 6 and 2 with human-normalised aggregates

@@ -20,7 +20,10 @@ Writes into --out-dir:
   figure3_intervals.png         the same as interval estimates (Agarwal et al. 2021's figure);
   figure3_claim.csv/.md         per task, PPO against the best other algorithm (Welch's interval);
   figure3_throughput.csv/.md    env steps per wall-clock second per task and algorithm, beside PPO's
-                                (--variant) and as a ratio to it, with the median over tasks.
+                                (--variant) and as a ratio to it, with the median over tasks;
+  figure3_seeds_needed.csv/.md  each conclusion (the claim, PPO against each baseline per task and over
+                                the tasks) from seeds 0-2 up to the seeds every cell has, and the number of
+                                seeds from which it stops changing (analysis.seeds_needed).
 Every run's manifest must name its ``algorithm``; a study may hold any subset of the algorithms.
 Every interval uses --n-resamples and --seed, so the report is reproducible.
 """
@@ -53,6 +56,9 @@ from analysis.aggregate import interval_method, plot_interval_estimates
 from analysis.io import load_scored_study, report_main, report_parser
 from analysis.references import load_references
 from analysis.report_tables import write_table
+from analysis.seeds import seed_counts
+from analysis.seeds_needed import figure3_needed, ladder_gap, write_needed
+from analysis.stats import BOOTSTRAP_T_METHOD, T_METHOD
 from analysis.table1 import normalize_scores
 from analysis.protocol import difference_notes, paper_values
 
@@ -102,6 +108,10 @@ THROUGHPUT_NOTE = (
 )
 
 
+METHOD_TITLES = {T_METHOD: "t interval stratified over tasks",
+                 BOOTSTRAP_T_METHOD: "studentized bootstrap stratified over tasks"}
+
+
 def scale_notes(normalized: pd.DataFrame) -> str:
     """One line naming each task's zero and one."""
     parts = [
@@ -142,15 +152,16 @@ def run_report(args: argparse.Namespace) -> dict[str, Path]:
     written["figure3_final_scores"] = out / "figure3_final_scores.csv"
 
     aggregate = aggregate_table(normalized, manifests, args.n_resamples, args.seed, anchor=args.variant)
+    counts = seed_counts(scores)
     write_table(
         aggregate, out / "figure3_aggregate.csv", out / "figure3_aggregate.md",
-        [*notes, AGGREGATE_NOTE, scale_notes(normalized)],
-        "Figure 3: normalised score per algorithm across tasks (mean: 95% t interval stratified over tasks)",
+        [*notes, AGGREGATE_NOTE, "Seeds: " + counts.text(), scale_notes(normalized)],
+        f"Figure 3: normalised score per algorithm across tasks (mean: 95% {METHOD_TITLES[counts.method]})",
     )
     written["figure3_aggregate"] = out / "figure3_aggregate.csv"
     written["figure3_intervals.png"] = plot_interval_estimates(
         aggregate, out / "figure3_intervals.png", anchor=args.variant,
-        method=interval_method(args.n_resamples, improvement=False),
+        method=interval_method(args.n_resamples, counts.method, improvement=False, seeds=counts.short()),
         title="Figure 3: aggregate normalised score per algorithm (random = 0, best algorithm = 1)")
 
     claim = claim_table(scores, args.variant, args.n_resamples, args.seed)
@@ -176,6 +187,14 @@ def run_report(args: argparse.Namespace) -> dict[str, Path]:
         f"Figure 3: environment steps per second, ratio to {args.variant}", {"ratio_to_ppo": 3},
     )
     written["figure3_throughput"] = out / "figure3_throughput.csv"
+
+    needed = ladder_gap(scores) or ("" if args.variant in set(scores["variant"]) and scores["variant"].nunique() > 1
+                                    else f"No seeds-needed table: it needs {args.variant} beside another algorithm.")
+    if not needed:
+        needed = figure3_needed(scores, random_scores, args.variant, args.n_resamples, args.seed)
+    write_needed(needed, scores, out / "figure3_seeds_needed.csv", out / "figure3_seeds_needed.md", notes,
+                 "Figure 3: how many seeds each conclusion needs")
+    written["figure3_seeds_needed"] = out / "figure3_seeds_needed.csv"
     return written
 
 

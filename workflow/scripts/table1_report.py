@@ -11,7 +11,9 @@ Usage (from the repository root, or from a Snakemake ``shell:`` rule):
 Writes table1.csv, table1.md, table1_per_task.csv, policy_entropy.csv/.md, per_task_<variant>.csv/.md,
 curves_steps.png (every seed and the mean, by family, beside the runs of --beside-manifests: the line a check is
 about), diagnostics.png (approx KL, clip fraction, entropy, explained variance over training), rank_agreement.json,
-sb3_comparison.csv/.md and sb3_curves.png (the anchor beside published/sb3_reference, with --sb3-dir) into
+sb3_comparison.csv/.md and sb3_curves.png (the anchor beside published/sb3_reference, with --sb3-dir),
+seeds_needed.csv/.md (each conclusion of the table from seeds 0-2 up to the seeds every cell has, and the number of
+seeds from which it stops changing: analysis.seeds_needed) into
 --out-dir (ppo/pipeline/reports.py declares them), and the aggregate statistics of Agarwal et al. 2021 on the same
 normalised scores: aggregates.csv/.md (IQM, median, mean, optimality gap per variant),
 probability_of_improvement.csv/.md (each variant vs the --variant anchor), aggregate_intervals.png (both as
@@ -43,8 +45,11 @@ from analysis.protocol import NO_PAPER_NUMBERS, difference_notes, outside_paper
 from analysis.references import (SB3_VARIANT, load_references, load_sb3_runs, load_sb3_scores, per_task_reference,
                                  sb3_difference)
 from analysis.report_tables import write_table
+from analysis.seeds import seed_counts
+from analysis.stats import T_METHOD
+from analysis.seeds_needed import ladder_gap, table1_needed, write_needed
 from analysis.style import draw_message, save
-from analysis.table1 import (final_entropy, load_published_table1, normalize_scores, paper_checks,
+from analysis.table1 import (best_rule, final_entropy, load_published_table1, normalize_scores, paper_checks,
                              paper_rows, per_task_table, rank_agreement, table1)
 
 
@@ -84,11 +89,13 @@ def write_aggregates(
     written: dict[str, Path] = {}
     # the mean's interval is Table 1's (t, stratified over tasks); IQM, median and optimality gap keep rliable's
     # stratified bootstrap
-    aggregates = aggregate_metrics(normalized, args.n_resamples, seed=args.seed, mean_interval="t")
+    counts = seed_counts(normalized)
+    aggregates = aggregate_metrics(normalized, args.n_resamples, seed=args.seed, mean_interval=counts.method)
+    mean_method = "t interval" if counts.method == T_METHOD else "studentized bootstrap"
     write_table(
-        aggregates, out / "aggregates.csv", out / "aggregates.md", notes,
-        "Aggregate normalised score per setting (mean: 95% t interval stratified over tasks, as Table 1; IQM, "
-        "median, optimality gap: stratified bootstrap, narrower than 95% at 3 seeds per task)",
+        aggregates, out / "aggregates.csv", out / "aggregates.md", [*notes, "Seeds: " + counts.text()],
+        f"Aggregate normalised score per setting (mean: 95% {mean_method} stratified over tasks, as Table 1; IQM, "
+        f"median, optimality gap: stratified percentile bootstrap, narrower than 95% at {counts.short()} per task)",
     )
     written["aggregates"] = out / "aggregates.csv"
     improvement = improvement_vs_anchor(normalized, args.variant, args.n_resamples, seed=args.seed)
@@ -98,7 +105,8 @@ def write_aggregates(
     )
     written["probability_of_improvement"] = out / "probability_of_improvement.csv"
     written["aggregate_intervals.png"] = plot_interval_estimates(
-        aggregates, out / "aggregate_intervals.png", improvement, args.variant, interval_method(args.n_resamples))
+        aggregates, out / "aggregate_intervals.png", improvement, args.variant,
+        interval_method(args.n_resamples, counts.method, seeds=counts.short()))
     scale = tau_scale(normalized)
     profile = performance_profile(normalized, default_taus(normalized, scale=scale), args.n_resamples, seed=args.seed)
     written["performance_profile.png"] = plot_performance_profile(profile, out / "performance_profile.png", scale,
@@ -176,7 +184,10 @@ def run_report(args: argparse.Namespace) -> dict[str, Path]:
     written: dict[str, Path] = {}
     t1 = table1(scores, random_scores, None if no_paper else paper_rows(manifests), None if no_paper else published,
                 args.n_resamples, seed=args.seed)
-    write_table(t1, out / "table1.csv", out / "table1.md", notes, "Table 1: average normalised score", {"rank_ours": 1, "rank_published": 1})
+    counts = seed_counts(scores)
+    write_table(t1, out / "table1.csv", out / "table1.md",
+                [*notes, "Seeds: " + counts.text(), best_rule(counts.method)], "Table 1: average normalised score",
+                {"rank_ours": 1, "rank_published": 1})
     written["table1"] = out / "table1.csv"
     normalized = normalize_scores(scores, random_scores)
     per_task = per_task_table(normalized)
@@ -215,11 +226,21 @@ def run_report(args: argparse.Namespace) -> dict[str, Path]:
     agreement["method"] = "scipy.stats.spearmanr of ours vs published over variants with a published value"
     if no_paper:
         agreement["note"] = NO_PAPER_NUMBERS
-    if agreement["n"] >= 3 and {"no_clip", args.variant} <= set(t1["variant"]):
+    checkable = agreement["n"] >= 3 and {"no_clip", args.variant} <= set(t1["variant"])
+    if checkable:
         agreement["checks"] = paper_checks(scores, random_scores, t1.set_index("variant")["published"],
-                                           anchor=args.variant, seed=args.seed)
+                                           anchor=args.variant, seed=args.seed, interval_resamples=args.n_resamples)
     (out / "rank_agreement.json").write_text(json.dumps(agreement, indent=2) + "\n")
     written["rank_agreement"] = out / "rank_agreement.json"
+
+    needed = ladder_gap(scores) or ("" if checkable else "No seeds-needed table: its conclusions need the paper's "
+                                    "column on three settings or more, no clipping and the anchor.")
+    if not needed:
+        needed = table1_needed(scores, random_scores, t1.set_index("variant")["published"], args.variant,
+                               n_resamples=args.n_resamples, seed=args.seed)
+    write_needed(needed, scores, out / "seeds_needed.csv", out / "seeds_needed.md", notes,
+                 "Table 1: how many seeds each conclusion needs")
+    written["seeds_needed"] = out / "seeds_needed.csv"
     return written
 
 
