@@ -183,3 +183,85 @@ def test_first_page_markdown_becomes_html_with_its_lists_and_emphasis():
 def test_training_time_reads_as_a_duration():
     assert [front_page.duration(s) for s in (0, 45, 465, 3600, 76409)] == ["0 s", "45 s", "7 min 45 s", "1 h 0 min",
                                                                              "21 h 13 min"]
+
+
+# The published Table 1 and Figure 3 (seeds 0-2) with our published random-policy scores, as the code before issue 31
+# computed them (commit 73425c1, before the reports read seeds beyond the paper's 3): Table 1's numbers at full precision
+# and the first page's two tables.
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def published_random():
+    from analysis.io import load_random
+
+    return load_random(sorted((PUBLISHED / "random").glob("*-v5.parquet")))
+
+
+def test_three_seed_view_of_the_published_runs_is_todays_table1_and_figure3():
+    """With only seeds 0-2 published, the report's Table 1 (the 3-seed view, the t intervals and Welch's rule) gives
+    exactly the numbers it gave before seeds beyond 3 could be read, and the first page the same tables."""
+    from analysis.seeds import first_seeds
+    from analysis.table1 import load_published_table1, paper_checks, paper_rows, table1
+
+    random = published_random()
+    scores, manifests = front_page.scored_runs(PUBLISHED / "table1" / "paper" / "runs")
+    assert set(scores["seed"]) == {0, 1, 2}
+    t1 = table1(first_seeds(scores, 3), random, paper_rows(manifests),
+                load_published_table1(ROOT / "reference/ppo2017_table1.csv"))
+    today = pd.read_csv(FIXTURES / "table1_paper_three_seeds.csv")  # repr digits: read back exactly
+    pd.testing.assert_frame_equal(t1[list(today.columns)], today, check_exact=True)
+    checks = paper_checks(scores, random, t1.set_index("variant")["published"])
+    assert (checks["rho"], checks["rho_ci"]) == (0.6378148666094873, [0.3690214585383462, 0.8246035061165515])
+    assert checks["interval_method"] == "t"
+
+    verdict, note, table = front_page.paper_table1(PUBLISHED, random, n_resamples=2000)
+    assert table + "\n" == (FIXTURES / "table1_paper_three_seeds.md").read_text(encoding="utf-8")
+    assert verdict.endswith("the paper's best, Clipping, ε = 0.2, ranks 5 here (0.80), not distinguishable from the "
+                            "best, Clipping, ε = 0.1 (difference -0.07, Welch's 95% interval -0.16 to +0.01).")
+    assert "3 seeds in each of the 77 (setting, task) cells (seeds 0–2); intervals: Student t interval" in note
+    _, _, table = front_page.paper_figure3(PUBLISHED, random, n_resamples=2000)
+    assert table + "\n" == (FIXTURES / "figure3_paper_three_seeds.md").read_text(encoding="utf-8")
+
+    line, note, tables = front_page.paper_seeds_needed(PUBLISHED, random, n_resamples=2000)
+    assert line.startswith("**Seeds each conclusion needs: open**: seeds 0–2 (the paper's protocol) are published in "
+                           "every cell of Table 1 and Figure 3, so none of their 19 conclusions")
+    assert "| Table 1 | No clipping or penalty last | yes: rank 11, last in 100% of resamples | open: only 3 seeds in " \
+           "every cell |" in tables
+
+
+def test_seeds_beyond_the_paper_sit_beside_its_three(monkeypatch):
+    """Seeds 3-4 published for every cell of Table 1 and Figure 3 but Hopper's (seeds 0-3 there): every seed is read,
+    the counts are said, the t interval stays (the smallest cell has 4), the 3-seed view sits beside, and the
+    seeds-needed ladder goes to 4. Runs stand in for the new seeds: copies of seeds 0-1 with their scores shifted."""
+    real = front_page.scored_runs
+
+    def with_more_seeds(runs_dir):
+        scores, manifests = real(runs_dir)
+        extra, extra_manifests = [], []
+        for seed in (3, 4):
+            pick = scores[(scores["seed"] == seed - 3) & ~((scores["task"] == "Hopper-v5") & (seed == 4))]
+            ids = pick["run_id"].str.replace(r"seed\d+$", f"seed{seed}", regex=True)
+            extra.append(pick.assign(seed=seed, score=pick["score"] * 1.01, run_id=ids))
+            extra_manifests.append(manifests.set_index("run_id").loc[pick["run_id"]].reset_index()
+                                   .assign(seed=seed, run_id=ids.to_numpy()))
+        return (pd.concat([scores, *extra], ignore_index=True), pd.concat([manifests, *extra_manifests],
+                                                                          ignore_index=True))
+
+    monkeypatch.setattr(front_page, "scored_runs", with_more_seeds)
+    monkeypatch.setattr(front_page, "published_seeds", lambda published, names=None: 5)
+    random = published_random()
+    verdict, note, table = front_page.paper_table1(PUBLISHED, random, n_resamples=300)
+    head, _, *rows = front_page.cells_of(table.splitlines())
+    assert head == ["setting", "ours, 4 to 5 seeds", "95% interval", "vs the best", "ours, seeds 0–2",
+                    "95% t interval", "vs the best, seeds 0–2", "paper", "rank, ours", "rank, seeds 0–2", "rank, paper"]
+    ppo = next(r for r in rows if r[0] == "Clipping, ε = 0.2")
+    assert ppo[4:7] == ["0.80", "0.72 to 0.87", "not distinguishable"] and ppo[9] == "5"  # today's 3-seed numbers
+    assert ("unequal seeds: 4 to 5 per (setting, task) cell (of the 77 cells, 11 have 4, 66 have 5; every cell has "
+            "seeds 0–3)") in note and "Student t interval" in note and "The 374 published runs" in note
+    assert "seeds 0–2 alone: ρ = 0.64, 0.37 to 0.82" in verdict
+
+    line, note, tables = front_page.paper_seeds_needed(PUBLISHED, random, n_resamples=300)
+    assert line.startswith("**Seeds each conclusion needs** (seeds 0–2 up to seeds 0–3, the seeds every cell has): ")
+    first = tables.split("\n\n")[0].splitlines()
+    assert first[0] == "| study | conclusion | seeds 0–2 (the paper's 3) | seeds 0–3 | stops changing from |"
+    assert len(first) == 2 + 7 and all(r.endswith(("(same up to 4) |", "not settled: changes at 4 |")) for r in first[2:])

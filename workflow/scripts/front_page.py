@@ -29,12 +29,14 @@ import pandas as pd
 
 from analysis.atari import attach_env_protocol, check_runs, load_atari_references, load_table6
 from analysis.atari_tables import run_scores, table6, verdicts
-from analysis.figure3 import CLAIM_RULE, aggregate_table, claim_table
+from analysis.figure3 import CLAIM_OUTCOME_RULE, CLAIM_RULE, aggregate_table, claim_outcome, claim_table
 from analysis.io import RunDataError, load_random, load_study
 from analysis.references import (REFERENCE_RULE, difference_ci, load_references, load_sb3_scores,
                                  per_task_reference, sb3_difference, task_env_name)
 from analysis.scores import final_scores
-from analysis.stats import interval_side, same_runs
+from analysis.seeds import PAPER_SEEDS, first_seeds, seed_counts, seed_span
+from analysis.seeds_needed import SEEDS_NEEDED_RULE, figure3_needed, needed_markdown, table1_needed
+from analysis.stats import BOOTSTRAP_T_METHOD, T_METHOD, interval_side, same_runs
 from analysis.table1 import (BEST, NOT_DISTINGUISHABLE, TIE_MARGIN, clearly_below, load_published_table1,
                              normalize_scores, paper_checks, paper_rows, rank_agreement, table1)
 from ppo.envs.family import task_name
@@ -257,11 +259,22 @@ def checks_beside_table1(published: Path, n_resamples: int = 10_000, seed: int =
     return note, table
 
 
+def published_seeds(published: Path, names: tuple[str, ...] = ("table1", "figure3")) -> int:
+    """How many seeds to resolve the published studies with: one more than the largest seed published under
+    published/<study>/paper/runs/<task>/<variant>/seed<k> of ``names``, at least the scale's own (the paper's 3).
+    Seeds beyond the paper's are published a few at a time (issue 31): every one published is read."""
+    found = [int(d.name[4:]) + 1 for name in names for d in (published / name / SCALE / "runs").glob("*/*/seed*")
+             if d.name[4:].isdigit()]
+    return max([load_study_config(names[0], SCALE).seeds, *found])
+
+
 def study_scores(published: Path, name: str) -> tuple[pd.DataFrame, pd.DataFrame] | None:
-    """(final scores, manifests) of study ``name``'s published runs, with those it shares with an earlier study of
-    ppo.pipeline.publish.STUDIES (Figure 3's PPO runs are Table 1's ε = 0.2: ppo.pipeline.study.shared_runs) read
-    from that study's folder under this study's run ids, variant names and labels. None when none is published."""
-    configs = [load_study_config(n, SCALE) for n in PUBLISHED_STUDIES[:PUBLISHED_STUDIES.index(name) + 1]]
+    """(final scores, manifests) of study ``name``'s published runs, every seed published (published_seeds), with
+    those it shares with an earlier study of ppo.pipeline.publish.STUDIES (Figure 3's PPO runs are Table 1's ε = 0.2:
+    ppo.pipeline.study.shared_runs) read from that study's folder under this study's run ids, variant names and
+    labels. None when none is published."""
+    seeds = published_seeds(published)
+    configs = [load_study_config(n, SCALE, seeds) for n in PUBLISHED_STUDIES[:PUBLISHED_STUDIES.index(name) + 1]]
     shared = shared_runs(configs)
     parts = []
     runs_dir = published / name / SCALE / "runs"
@@ -287,11 +300,12 @@ def study_scores(published: Path, name: str) -> tuple[pd.DataFrame, pd.DataFrame
 
 
 def _complete(published: Path, name: str, random_scores: pd.Series | None):
-    """(study, scores, manifests) when every run of the published study is published and every task has a random
-    score; else (None, reason)."""
+    """(study, scores, manifests) when every run of the published study at the paper's protocol (its scale's seeds,
+    0-2) is published and every task has a random score; else (None, reason). The scores hold every published seed,
+    those beyond the paper's too, in whatever cells have them."""
     study = load_study_config(name, SCALE)
     got = study_scores(published, name)
-    n = 0 if got is None else len(got[0])
+    n = 0 if got is None else int((got[0]["seed"] < study.seeds).sum())
     if n < len(study.runs()):
         return None, f"{n} of its {len(study.runs())} runs are published; its table waits for all of them."
     missing = [t for t in study.tasks if random_scores is None or t not in random_scores.index]
@@ -314,16 +328,33 @@ def paper_table1(published: Path, random_scores: pd.Series | None, n_resamples: 
     if got is None:
         return "**Table 1**: no verdict yet: " + reason, reason, ""
     study, scores, manifests = got
-    t1 = table1(scores, random_scores, paper_rows(manifests), load_published_table1(REFERENCE_DIR / "ppo2017_table1.csv"),
-                n_resamples, seed=seed)
+    paper = load_published_table1(REFERENCE_DIR / "ppo2017_table1.csv")
+    t1 = table1(scores, random_scores, paper_rows(manifests), paper, n_resamples, seed=seed)
     agreement = rank_agreement(t1)
-    checks = paper_checks(scores, random_scores, t1.set_index("variant")["published"], anchor=study.anchor, seed=seed)
+    checks = paper_checks(scores, random_scores, t1.set_index("variant")["published"], anchor=study.anchor, seed=seed,
+                          interval_resamples=n_resamples)
     label = t1.set_index("variant")["variant_label"]
+    counts = seed_counts(scores)
+    more = counts.high > PAPER_SEEDS  # seeds beyond the paper's: its 3-seed view beside
     head = ["setting", "ours", "95% interval", "vs the best", "paper", "rank, ours", "rank, paper"]
     body = [[r.variant_label, f"{r.ours:.2f}", _interval(r.ci_low, r.ci_high), r.vs_best,
              "" if np.isnan(r.published) else f"{r.published:.2f}", f"{r.rank_ours:g}",
              "" if np.isnan(r.rank_published) else f"{r.rank_published:g}"] for r in t1.itertuples()]
-    table = "\n".join(["| " + " | ".join(head) + " |", "|---|---:|---:|---|" + "---:|" * 3,
+    align = ["---", "---:", "---:", "---", "---:", "---:", "---:"]
+    if more:
+        three = first_seeds(scores, PAPER_SEEDS)
+        t3 = table1(three, random_scores, paper_rows(manifests), paper, n_resamples, seed=seed).set_index("variant")
+        checks3 = paper_checks(three, random_scores, t1.set_index("variant")["published"], anchor=study.anchor,
+                               seed=seed, interval_resamples=n_resamples)
+        head = [head[0], f"ours, {counts.short()}", "95% interval", "vs the best", f"ours, {seed_span(PAPER_SEEDS)}",
+                "95% t interval", f"vs the best, {seed_span(PAPER_SEEDS)}", "paper", "rank, ours",
+                f"rank, {seed_span(PAPER_SEEDS)}", "rank, paper"]
+        align = ["---", "---:", "---:", "---", "---:", "---:", "---", "---:", "---:", "---:", "---:"]
+        for row, r in zip(body, t1.itertuples()):
+            r3 = t3.loc[r.variant]
+            row[4:4] = [f"{r3.ours:.2f}", _interval(r3.ci_low, r3.ci_high), r3.vs_best]
+            row[-1:-1] = [f"{r3.rank_ours:g}"]
+    table = "\n".join(["| " + " | ".join(head) + " |", "|" + "|".join(align) + "|",
                        *("| " + " | ".join(b) + " |" for b in body)])
     low, high = checks["rho_ci"]
     n_settings = agreement["n"]
@@ -333,24 +364,37 @@ def paper_table1(published: Path, random_scores: pd.Series | None, n_resamples: 
     gap = checks["anchor_minus_best"]
     evidence = [
         f"ranking beside the paper's: Spearman ρ = {checks['rho']:.2f} over {n_settings} settings, 95% interval over "
-        f"seeds {low:.2f} to {high:.2f} ({'above' if low > 0 else 'not above'} 0)",
+        f"seeds {low:.2f} to {high:.2f} ({'above' if low > 0 else 'not above'} 0)"
+        + (f"; {seed_span(PAPER_SEEDS)} alone: ρ = {checks3['rho']:.2f}, {checks3['rho_ci'][0]:.2f} to "
+           f"{checks3['rho_ci'][1]:.2f}" if more else ""),
         ("no clipping or penalty last, as in the paper" if found["no_clip"] else
          f"no clipping or penalty ranks {checks['no_clip_rank']} of {n_settings}, the paper's last"),
         f"the paper's best, {label[study.anchor]}, " + (
             f"is the best setting here ({checks['anchor_score']:.2f})" if anchor_side == BEST else
             f"ranks {t1.set_index('variant').loc[study.anchor, 'rank_ours']:g} here ({checks['anchor_score']:.2f}), "
-            f"{anchor_side} {'from' if anchor_side == NOT_DISTINGUISHABLE else 'against'} the best, {label[best]} "
-            f"(difference {gap[0]:+.2f}, Welch's 95% interval {gap[1]:+.2f} to {gap[2]:+.2f})")]
+            f"{anchor_side}{' from' if anchor_side == NOT_DISTINGUISHABLE else ''} the best, {label[best]} "
+            f"(difference {gap[0]:+.2f}, {METHOD_WORDS[counts.method]} {gap[1]:+.2f} to {gap[2]:+.2f})")]
     held = sum(found.values()) + 0.5 * (anchor_side == NOT_DISTINGUISHABLE)  # not shown, not contradicted
     verdict = f"**Table 1: {_verdict(held, len(found))}**: " + "; ".join(evidence) + "."
-    note = (f"The {len(scores)} published runs of Table 1 ({study.label}; gymnasium v5 tasks), normalised as the paper "
-            "does: per task our random policy 0 and our best setting 1, the mean over the 7 tasks and 3 seeds "
+    note = (f"The {len(scores)} published runs of Table 1 ({study.label}{more * f', here {counts.short()} per cell'}; "
+            "gymnasium v5 tasks), normalised as the paper "
+            "does: per task our random policy 0 and our best setting 1, the mean over the 7 tasks and "
+            f"{counts.short()} "
             "(analysis.table1.table1: its 95% interval over seeds and tasks, and each setting against the best by "
-            "Welch's interval of the difference, analysis.table1.BEST_RULE). Paper: its Table 1 "
-            "(reference/ppo2017_table1.csv; its tasks were gym's v1). Spearman's ρ between the two columns "
-            f"{agreement['rho']:.2f} (p = {agreement['p']:.3f}); its interval resamples each (setting, task)'s seeds "
-            f"{checks['n_resamples']:,} times, re-picking every task's best setting. " + VERDICT_RULES["table1"])
+            f"the interval of the difference, analysis.table1.best_rule). Seeds: {counts.text()} "
+            + (f"Beside it, the paper's protocol alone ({seed_span(PAPER_SEEDS)}: 95% t intervals, Welch's rule "
+               "against the best), so a reader sees what 3 seeds could and could not tell. " if more else
+               f"From {seed_span(PAPER_SEEDS)} alone a percentile bootstrap interval would be about the seeds' range "
+               "(coverage near 75%); once more seeds are published the table sets its 3-seed view beside them and, "
+               "from 5 seeds in every cell, takes the studentized bootstrap. ")
+            + "Paper: its Table 1 (reference/ppo2017_table1.csv; its tasks were gym's v1). Spearman's ρ between the "
+            f"two columns {agreement['rho']:.2f} (p = {agreement['p']:.3f}); its interval resamples each (setting, "
+            f"task)'s seeds {checks['n_resamples']:,} times, re-picking every task's best setting. "
+            + VERDICT_RULES["table1"])
     return verdict, note, table
+
+
+METHOD_WORDS = {T_METHOD: "Welch's 95% interval", BOOTSTRAP_T_METHOD: "95% studentized bootstrap interval"}
 
 
 def _verdict(held: float, of: int) -> str:
@@ -363,12 +407,10 @@ VERDICT_RULES = {
                "distinguishable from the best by the rule above; fails when below it): reproduced when all three "
                "hold, not reproduced when none holds or is left open, partly otherwise."),
     "figure3": ("Verdict rule (the paper's claim, Sec. 6.2: PPO \"outperforms the previous methods on almost all the "
-                "continuous control environments\"): reproduced when PPO has the best mean final score on every task "
-                "but at most one and lies below the best other algorithm on none; not reproduced when it lies below "
-                "the best other algorithm on two tasks or more; partly reproduced otherwise. Below: "
+                f"continuous control environments\"): {CLAIM_OUTCOME_RULE}. Below: "
                 + CLAIM_RULE.split(". ", 1)[0] + ", wholly below 0 (analysis.figure3.CLAIM_RULE). vs PPO: each "
-                "algorithm − PPO in normalised score over the tasks, Welch's 95% interval stratified over tasks "
-                "(analysis.figure3.versus_anchor)."),
+                "algorithm − PPO in normalised score over the tasks, its 95% interval stratified over tasks by the "
+                "method the seeds allow (analysis.figure3.versus_anchor)."),
 }
 
 
@@ -382,6 +424,8 @@ def paper_figure3(published: Path, random_scores: pd.Series | None, n_resamples:
     if got is None:
         return "**Figure 3**: no verdict yet: " + reason, reason, ""
     study, scores, manifests = got
+    counts = seed_counts(scores)
+    more = counts.high > PAPER_SEEDS  # seeds beyond the paper's: its 3-seed view beside
     means = scores.pivot_table(index="variant", columns="task", values="score", aggfunc="mean")
     aggregate = aggregate_table(normalize_scores(scores, random_scores), manifests, n_resamples, seed,
                                 study.anchor).set_index("variant")
@@ -393,16 +437,28 @@ def paper_figure3(published: Path, random_scores: pd.Series | None, n_resamples:
              f"{aggregate.loc[v.name, 'mean']:.2f} ({_interval(aggregate.loc[v.name, 'mean_ci_low'], aggregate.loc[v.name, 'mean_ci_high'])})",
              aggregate.loc[v.name, "vs_anchor"]] for v in study.variants]
     body.append(["PPO against the best other algorithm", *(claim.loc[t, "verdict"] for t in tasks), "", ""])
-    table = "\n".join(["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(tasks) + 1) + "---|",
-                       *("| " + " | ".join(b) + " |" for b in body)])
+    if more:
+        three = first_seeds(scores, PAPER_SEEDS)
+        aggregate3 = aggregate_table(normalize_scores(three, random_scores), manifests, n_resamples, seed,
+                                     study.anchor).set_index("variant")
+        claim3 = claim_table(three, study.anchor, n_resamples, seed).set_index("task")
+        head[-2:] = [f"normalised, {counts.short()} (95% interval)", "vs PPO, over tasks",
+                     f"normalised, {seed_span(PAPER_SEEDS)} (95% t interval)", f"vs PPO, {seed_span(PAPER_SEEDS)}"]
+        for row, v in zip(body, study.variants):
+            a3 = aggregate3.loc[v.name]
+            row += [f"{a3['mean']:.2f} ({_interval(a3['mean_ci_low'], a3['mean_ci_high'])})", a3["vs_anchor"]]
+        body[-1] += ["", ""]
+        body.append([f"PPO against the best other algorithm, {seed_span(PAPER_SEEDS)}",
+                     *(claim3.loc[t, "verdict"] for t in tasks), "", "", "", ""])
+    align = "|---|" + "---:|" * (len(tasks) + 1) + "---|" + "---:|---|" * more
+    table = "\n".join(["| " + " | ".join(head) + " |", align, *("| " + " | ".join(b) + " |" for b in body)])
     best_on = list(claim.index[claim["best"] == study.anchor])
     below = [f"{t} (PPO − {label.get(r.best_other, r.best_other)}: {r.ppo_minus_best_other:+,.1f}, "
              f"{r.diff_ci_low:+,.1f} to {r.diff_ci_high:+,.1f})" for t, r in claim.iterrows()
              if r["verdict"] == "below the best"]
     order = list(aggregate.index)  # best normalised mean first
     ppo, first = aggregate.loc[study.anchor], aggregate.iloc[0]
-    outcome = ("reproduced" if len(best_on) >= len(claim) - 1 and not below else "not reproduced" if len(below) > 1
-               else "partly reproduced")
+    outcome = claim_outcome(claim.reset_index(), study.anchor)
     verdict = (f"**Figure 3: {outcome}**: PPO ({label[study.anchor]}) has the best mean final score on {len(best_on)} "
                f"of {len(claim)} tasks" + (f" ({', '.join(best_on)})" if best_on else "")
                + (f"; it is below the best other algorithm on {len(below)}: {'; '.join(below)}" if below else
@@ -411,13 +467,66 @@ def paper_figure3(published: Path, random_scores: pd.Series | None, n_resamples:
                f"{ppo['mean']:.2f} ({_interval(ppo['mean_ci_low'], ppo['mean_ci_high'])})"
                + ("" if order[0] == study.anchor else
                   f", {label.get(order[0], order[0])} first with {first['mean']:.2f} "
-                  f"({_interval(first['mean_ci_low'], first['mean_ci_high'])}), {first['vs_anchor']} from PPO") + ".")
-    note = (f"The {len(scores)} published runs of Figure 3 ({study.label}; PPO's are Table 1's ε = 0.2 runs): mean of "
-            "the last 100 training episodes over 3 seeds per task, and the mean over the tasks normalised as Table 1 "
-            "with the figure's algorithms as the settings (analysis.figure3.aggregate_table; 95% interval as the Figure "
-            "3 report computes it). The paper shows Figure 3 as curves only: its claim, not a number, is checked. "
+                  f"({_interval(first['mean_ci_low'], first['mean_ci_high'])}), {first['vs_anchor']} from PPO")
+               + (f"; {seed_span(PAPER_SEEDS)} alone: {claim_outcome(claim3.reset_index(), study.anchor)}" if more
+                  else "") + ".")
+    note = (f"The {len(scores)} published runs of Figure 3 ({study.label}{more * f', here {counts.short()} per cell'}; "
+            "PPO's are Table 1's ε = 0.2 runs): mean of "
+            f"the last 100 training episodes over {counts.short()} per task, and the mean over the tasks normalised as "
+            "Table 1 with the figure's algorithms as the settings (analysis.figure3.aggregate_table; 95% interval as "
+            f"the Figure 3 report computes it). Seeds: {counts.text()} "
+            + (f"Beside it, the paper's protocol alone ({seed_span(PAPER_SEEDS)}). " if more else "")
+            + "The paper shows Figure 3 as curves only: its claim, not a number, is checked. "
             + VERDICT_RULES["figure3"])
     return verdict, note, table
+
+
+def paper_seeds_needed(published: Path, random_scores: pd.Series | None, n_resamples: int = 10_000,
+                       seed: int = 0) -> tuple[str, str, str]:
+    """(verdict line, note, markdown tables): how many seeds each conclusion of the published Table 1 and Figure 3
+    needs (analysis.seeds_needed: each drawn again from seeds 0..n-1, n = 3 up to the seeds every cell has).
+    Empty while a study's paper-protocol runs are incomplete."""
+    parts, tables, counted = [], [], []
+    for name, needed in (("table1", table1_needed), ("figure3", figure3_needed)):
+        got, _ = _complete(published, name, random_scores)
+        if got is None:
+            continue
+        study, scores, manifests = got
+        if name == "table1":
+            paper = table1(scores, random_scores, paper_rows(manifests),
+                           load_published_table1(REFERENCE_DIR / "ppo2017_table1.csv")).set_index("variant")
+            frame = needed(scores, random_scores, paper["published"], study.anchor, n_resamples=n_resamples,
+                           seed=seed)
+        else:
+            frame = needed(scores, random_scores, study.anchor, n_resamples, seed)
+        counts = seed_counts(scores)
+        parts.append(frame)
+        tables.append(needed_markdown(frame))
+        counted.append(f"{'Table 1' if name == 'table1' else 'Figure 3'}: {counts.text()}")
+    if not parts:
+        return "", "", ""
+    frame = pd.concat(parts, ignore_index=True)
+    last = int(frame["n_last"].max())
+    if last == PAPER_SEEDS:
+        line = (f"**Seeds each conclusion needs: open**: {seed_span(PAPER_SEEDS)} (the paper's protocol) are published "
+                f"in every cell of Table 1 and Figure 3, so none of their {len(frame)} conclusions can be followed "
+                f"past 3 seeds yet: the table below holds their answers at 3 seeds, which each later seed count will be "
+                f"compared with once seed {PAPER_SEEDS} is in every cell (issue 31).")
+    else:
+        held = frame[frame["settled_from"] == PAPER_SEEDS]
+        later = frame[frame["settled_from"] > PAPER_SEEDS]
+        open_ = frame[frame["settled_from"].isna()]
+        line = (f"**Seeds each conclusion needs** ({seed_span(PAPER_SEEDS)} up to {seed_span(last)}, the seeds every "
+                "cell has): "
+                f"{len(held)} of {len(frame)} conclusions stay as at 3 seeds"
+                + ("; settled later: " + "; ".join(f"{r.study}, {r.question}: from {r.settled_from}"
+                                                   for r in later.itertuples()) if len(later) else "")
+                + (f"; not settled: {'; '.join(f'{r.study}, {r.question}' for r in open_.itertuples())}"
+                   if len(open_) else "") + ".")
+    note = (SEEDS_NEEDED_RULE + " " + " ".join(counted) + " The same conclusions as the tables above, drawn by the "
+            "same code (analysis.table1, analysis.figure3); the Table 1 and Figure 3 reports write them as "
+            "seeds_needed.md and figure3_seeds_needed.md.")
+    return line, note, "\n\n".join(tables)
 
 
 def _ordinal(n: int) -> str:
@@ -672,10 +781,14 @@ def paper_beside(published: Path, random_scores: pd.Series | None, n_resamples: 
         return [], [], []
     t1_verdict, t1_note, t1_table = paper_table1(published, random_scores, n_resamples, seed)
     f3_verdict, f3_note, f3_table = paper_figure3(published, random_scores, n_resamples, seed)
+    seeds_line, seeds_note, seeds_table = paper_seeds_needed(published, random_scores, n_resamples, seed)
     atari, checks = atari_results(published), check_results(published, n_resamples, seed)
-    lines = [t1_verdict, f3_verdict, *check_findings(checks), atari_finding(atari)]
+    lines = [t1_verdict, f3_verdict, seeds_line, *check_findings(checks), atari_finding(atari)]
     tables = [("Table 1 at the paper's scale, beside the paper", t1_note, t1_table),
               ("Figure 3 at the paper's scale: PPO beside the baselines", f3_note, f3_table)]
+    if seeds_table:
+        tables.append(("How many seeds each conclusion needs (Table 1 and Figure 3, paper scale)", seeds_note,
+                       seeds_table))
     return [line for line in lines if line], tables, published_summary(published, n_resamples, seed, atari, checks)
 
 
