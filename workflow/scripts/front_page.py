@@ -162,12 +162,18 @@ def anchor_beside_references(published: Path, scores: pd.DataFrame, manifests: p
             "ours − SB3 (Welch's 95% interval)", "published PPO at 1M (their means)", "ours vs those"]
     table = "\n".join(["| " + " | ".join(head) + " |", "|---|" + "---:|" * 5 + "---|",
                        *("| " + " | ".join(row) + " |" for row in rows)])
-    note = (f"{ours['variant_label'].iloc[0]}, per task with all 3 seeds published: mean of the last 100 training "
-            "episodes. SB3: benchmarks/mujoco_sb3_reference.py, the paper's settings on the same v5 task and budget. "
+    note = (f"{ours['variant_label'].iloc[0]}, per task with the paper's 3 seeds or more published "
+            f"({_count_range(ours.groupby('task').size())} seeds per task): mean of the last 100 training episodes. "
+            "SB3: benchmarks/mujoco_sb3_reference.py, the paper's settings on the same v5 task and budget. "
             "The published PPO numbers: reference/mujoco_reference_scores.csv (CleanRL's last 100 episodes on v4 and "
             "v2, baselines ppo2's final reward on v2). " + REFERENCE_RULE + " A task where ours differs from every "
             "one is a disagreement to explain.")
     return note, table
+
+
+def _count_range(sizes: pd.Series) -> str:
+    """'3', or '3 to 10' when the counts differ."""
+    return f"{sizes.min()}" if sizes.min() == sizes.max() else f"{sizes.min()} to {sizes.max()}"
 
 
 DIFFERENCE = "{:+,.1f} ({:+,.1f} to {:+,.1f})"  # a difference and its interval
@@ -587,8 +593,9 @@ def published_summary(published: Path, n_resamples: int = 10_000, seed: int = 0,
             table = table.reindex([label for label in order if label in table.index]
                                   + [label for label in table.index if label not in order])
             hours = manifests.drop_duplicates("group" if "group" in manifests else "run_id")["wall_seconds"].sum() / 3600
-            note = (f"{len(manifests)} runs published, 1M steps each, 3 seeds per cell; mean of the last 100 training "
-                    f"episodes, averaged over seeds (cells with all 3 seeds only): the returns behind the normalised "
+            note = (f"{len(manifests)} runs published, 1M steps each, {seed_counts(scores).short()} per cell; mean of "
+                    "the last 100 training episodes, averaged over seeds (cells with the paper's 3 seeds or more only): "
+                    "the returns behind the normalised "
                     f"Table 1 above. Training: {hours:.1f} core-hours. Records and provenance: published/INDEX.csv.")
             raw = ("table1 (paper scale): mean final return per setting and task", note, markdown_table(table))
     checks_table = checks_beside_table1(published, n_resamples, seed, checks)
