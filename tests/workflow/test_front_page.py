@@ -108,10 +108,10 @@ def test_the_paper_beside_it_is_table1_and_figure3_of_the_published_runs(tmp_pat
     random = load_random(random_files(tmp_path))
     verdict, note, table = front_page.paper_table1(PUBLISHED, random, n_resamples=2000)
     head, _, *rows = front_page.cells_of(table.splitlines())
-    assert head[:5] == ["setting", "ours", "95% interval", "vs the best", "paper"] and len(rows) == 11
+    assert head[0] == "setting" and head[1].startswith("ours") and len(rows) == 11  # more columns at more seeds
     paper = load_published_table1(ROOT / "reference/ppo2017_table1.csv")["value"]
-    assert sorted(r[4] for r in rows) == sorted(f"{v:.2f}" for v in paper)  # read from reference/, every row
-    assert [r[5] for r in rows] == [str(k) for k in range(1, 12)]  # our ranks, best first
+    assert sorted(r[head.index("paper")] for r in rows) == sorted(f"{v:.2f}" for v in paper)  # from reference/
+    assert [r[head.index("rank, ours")] for r in rows] == [str(k) for k in range(1, 12)]  # our ranks, best first
     assert verdict.startswith(("**Table 1: reproduced**", "**Table 1: partly reproduced**", "**Table 1: not reproduced**"))
     assert "Spearman ρ = " in verdict and "No clipping" not in verdict and "no clipping or penalty" in verdict
     assert "Verdict rule" in note and "reference/ppo2017_table1.csv" in note
@@ -197,15 +197,19 @@ def published_random():
     return load_random(sorted((PUBLISHED / "random").glob("*-v5.parquet")))
 
 
-def test_three_seed_view_of_the_published_runs_is_todays_table1_and_figure3():
+def test_three_seed_view_of_the_published_runs_is_todays_table1_and_figure3(monkeypatch):
     """With only seeds 0-2 published, the report's Table 1 (the 3-seed view, the t intervals and Welch's rule) gives
-    exactly the numbers it gave before seeds beyond 3 could be read, and the first page the same tables."""
+    exactly the numbers it gave before seeds beyond 3 could be read, and the first page the same tables. Seeds
+    published since are left out here, so the test holds while the grid publishes more."""
     from analysis.seeds import first_seeds
     from analysis.table1 import load_published_table1, paper_checks, paper_rows, table1
 
+    real = front_page.scored_runs
+    monkeypatch.setattr(front_page, "scored_runs", lambda runs_dir: tuple(
+        frame[frame["seed"] < 3] for frame in real(runs_dir)))
+    monkeypatch.setattr(front_page, "published_seeds", lambda published, names=None: 3)
     random = published_random()
     scores, manifests = front_page.scored_runs(PUBLISHED / "table1" / "paper" / "runs")
-    assert set(scores["seed"]) == {0, 1, 2}
     t1 = table1(first_seeds(scores, 3), random, paper_rows(manifests),
                 load_published_table1(ROOT / "reference/ppo2017_table1.csv"))
     today = pd.read_csv(FIXTURES / "table1_paper_three_seeds.csv")  # repr digits: read back exactly
@@ -236,7 +240,7 @@ def test_seeds_beyond_the_paper_sit_beside_its_three(monkeypatch):
     real = front_page.scored_runs
 
     def with_more_seeds(runs_dir):
-        scores, manifests = real(runs_dir)
+        scores, manifests = (frame[frame["seed"] < 3] for frame in real(runs_dir))  # the seeds published at 73425c1
         extra, extra_manifests = [], []
         for seed in (3, 4):
             pick = scores[(scores["seed"] == seed - 3) & ~((scores["task"] == "Hopper-v5") & (seed == 4))]
