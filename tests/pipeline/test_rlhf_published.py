@@ -223,3 +223,18 @@ def test_the_pipeline_copies_published_rlhf_runs_and_trains_only_the_others(grid
         shutil.rmtree(run_dir(clone / where, study, study.runs()[0]))
     planned = dry_run()
     assert "train_rlhf_" in planned and "rlhf_models" in planned and "copy_rlhf_published" not in planned
+
+
+def test_the_published_rlhf_runs_are_thinned_and_small():
+    """Every published RLHF run is as publish writes it (its samples a fixed point of rlhf_published, its timing in
+    float32) and within 40 KB (27-28 KB measured on the first full-scale runs; published/README.md), so the 300
+    runs stay within 12 MB."""
+    manifests = sorted((PUBLISHED / "rlhf").rglob("manifest.json"))
+    for manifest in manifests:
+        folder = manifest.parent
+        updates, samples = (pd.read_parquet(folder / name) for name in ("updates.parquet", "samples.parquet"))
+        pd.testing.assert_frame_equal(rlhf_published(samples, "samples.parquet", updates), samples)
+        timing = pd.read_parquet(folder / "timing.parquet")
+        assert all(timing[c].dtype == "float32" for c in timing.columns if c != "update"), folder
+        size = sum(f.stat().st_size for f in folder.iterdir()) / 1e3
+        assert size <= 40, f"{folder}: {size:.1f} KB, over the 40 KB an RLHF run may take"
