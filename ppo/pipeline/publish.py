@@ -124,10 +124,11 @@ def as_published(table: pd.DataFrame, name: str) -> pd.DataFrame:
 # two full-scale runs (seed 0 of PPO clip 0.2 at β = 0 and of GRPO at β = 0.03, trained as the grid trains them):
 # 57.2 and 55.8 KB (updates.parquet 30.5 KB, of which 17 KB is pandas' and Arrow's schema metadata for its 34
 # columns; samples 18.5 KB, 1,208 responses; timing 4.7 KB; manifest 3.5 KB): 17 MB for 300 runs. Published: 28.4
-# and 26.9 KB, about 8.5 MB for 300. Updates are kept whole (the report's curves, fits and frontier read every
+# and 26.9 KB; the grid's first 7 runs (ReMax, seeds 0-2), 53-59 KB as trained, 26.4-27.7 KB published: about 8.5 MB
+# for 300. Updates are kept whole (the report's curves, fits and frontier read every
 # update) and bare (write_bare: no schema metadata; 17.6 KB; plain int64, float64 and text columns read back the
 # same, checked on every write); timing in float32 (1.9 KB); of samples, every RLHF_SAMPLES_EVERY-th update (the
-# held-out evaluations' updates) and the three the report shows (rlhf_peaks), all 8 responses: 264 of 1,208, 5.2 KB.
+# held-out evaluations' updates) and the three the report shows (rlhf_peaks), all 8 responses: 248-264 of 1,208, 5.2 KB.
 # (The 2 responses the report shows instead of 8: 2.7 KB; every update's 8: 15.2 KB, 11.6 MB for 300 runs.)
 RLHF_SAMPLES_EVERY = 5
 RLHF_SAMPLES_KEPT = 8
