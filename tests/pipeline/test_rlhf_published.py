@@ -238,3 +238,16 @@ def test_the_published_rlhf_runs_are_thinned_and_small():
         assert all(timing[c].dtype == "float32" for c in timing.columns if c != "update"), folder
         size = sum(f.stat().st_size for f in folder.iterdir()) / 1e3
         assert size <= 40, f"{folder}: {size:.1f} KB, over the 40 KB an RLHF run may take"
+
+
+@pytest.mark.integration
+def test_repro_rlhf_published_reports_the_published_runs(tmp_path):
+    """./repro rlhf-published: the study's report from published/rlhf/full alone, training nothing."""
+    done = subprocess.run([str(ROOT / "repro"), "rlhf-published", "--out-dir", str(tmp_path)], capture_output=True,
+                          text=True, timeout=300)
+    runs = sorted((PUBLISHED / "rlhf" / "full" / "runs").rglob("manifest.json"))
+    if not runs:
+        assert done.returncode != 0 and "published/rlhf/full/runs" in done.stderr
+        return
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert pd.read_csv(tmp_path / "rlhf_peak_final.csv")["n_runs"].sum() == len(runs)
