@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import errno
-import json
 import shutil
 import sys
 from pathlib import Path
@@ -40,12 +39,7 @@ def source_manifest(source: Path, run: Run | PlannedRun) -> dict:
     task, seed and config digest) with every record as its manifest hashed it; else ConfigError in one line
     naming the file."""
     manifest_path = source / "manifest.json"
-    try:
-        manifest = json.loads(manifest_path.read_text())
-    except (OSError, ValueError, RecursionError) as err:  # ValueError: bad JSON or UTF-8
-        raise ConfigError(f"{manifest_path}: cannot read the run to copy ({type(err).__name__})") from None
-    if not isinstance(manifest, dict):
-        raise ConfigError(f"{manifest_path}: not a run's manifest (a JSON object), cannot copy the run")
+    manifest = records.manifest_to_copy(source)
     try:
         digest = recorded_digest(manifest)  # a run recorded under an older config schema is read in today's
         manifest = current_manifest(manifest)
@@ -57,12 +51,7 @@ def source_manifest(source: Path, run: Run | PlannedRun) -> dict:
         if recorded != expected:
             raise ConfigError(f"{manifest_path}: field {field} is {recorded!r}, but run {run.run_id} "
                               f"needs {expected!r}: not the same run")
-    missing = [name for name in RECORD_FILES if not (source / name).is_file()]
-    if missing:
-        raise ConfigError(f"{source}: the run to copy lacks {missing}")
-    changed = records.changed_record(source, manifest)
-    if changed:
-        raise ConfigError(f"{changed}: the run is not copied")
+    records.check_records_to_copy(source, manifest, RECORD_FILES)
     return manifest
 
 

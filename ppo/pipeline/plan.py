@@ -28,7 +28,7 @@ from ..config.errors import ConfigError, check_name, show
 from ..config.run_config import ALGORITHM_SETTINGS, RunConfig, build_config
 from ..envs import family_of
 from ..training import layout
-from ..training.records import atomic_write
+from ..training.records import write_text_if_changed
 from .study import Run, Study, config_digest, protocol_settings
 
 PLAN_FORMAT = 1  # the shape of a plan file; a plan of another format is refused (plan again)
@@ -80,12 +80,7 @@ def write_plan(results: Path | str, study: Study, job: str, runs: list[Run],
     plan = make_plan(results, study, runs, sources)
     path = layout.plan_path(results, study, job, [entry["folder"] for entry in plan["runs"]])
     text = json.dumps(plan, indent=1, sort_keys=True, default=str) + "\n"
-    try:
-        if path.read_text(encoding="utf-8") == text:
-            return path
-    except (OSError, UnicodeDecodeError):  # not there yet (or unreadable): written below
-        pass
-    atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    write_text_if_changed(path, text)
     return path
 
 

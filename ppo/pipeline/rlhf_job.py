@@ -31,7 +31,6 @@ policy and reward model depend only on the language, model, SFT and reward-model
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
 import time
@@ -119,23 +118,13 @@ def source_manifest(source: Path, study: RLHFStudy, run: RLHFRun) -> dict:
     config digest) with every record there and as its manifest hashed it; else ConfigError in one line naming the
     file."""
     path = source / "manifest.json"
-    try:
-        manifest = json.loads(path.read_text())
-    except (OSError, ValueError, RecursionError) as err:  # ValueError: bad JSON or UTF-8
-        raise ConfigError(f"{path}: cannot read the run to copy ({type(err).__name__})") from None
-    if not isinstance(manifest, dict):
-        raise ConfigError(f"{path}: not a run's manifest (a JSON object), cannot copy the run")
+    manifest = records.manifest_to_copy(source)
     for field, expected in (("task", run.task), ("variant", run.variant.name), ("seed", run.seed),
                             ("config_digest", run.config_digest)):
         if manifest.get(field) != expected:
             raise ConfigError(f"{path}: field {field} is {manifest.get(field)!r}, but run {run.run_id} needs "
                               f"{expected!r}: not the same run")
-    missing = [name for name in study.run_files[:-1] if not (source / name).is_file()]
-    if missing:
-        raise ConfigError(f"{source}: the run to copy lacks {missing}")
-    changed = records.changed_record(source, manifest)
-    if changed:
-        raise ConfigError(f"{changed}: the run is not copied")
+    records.check_records_to_copy(source, manifest, study.run_files[:-1])
     return manifest
 
 

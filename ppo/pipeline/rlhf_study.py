@@ -48,7 +48,7 @@ from ..rlhf.config import RLHF_DIR, RLHFConfig, load_variant, pipeline_seeded, v
 from ..rlhf.train import models_key
 from ..training import layout
 from ..training.layout import run_id
-from ..training.records import atomic_write
+from ..training.records import write_text_if_changed
 from .reports import REPORTS
 
 KIND = "rlhf"
@@ -299,12 +299,7 @@ def write_copy_plan(results: Path | str, study: RLHFStudy, job: str, runs: list[
             "seeds": seeds, "results": str(results), "runs": entries}
     path = layout.plan_path(results, study, job, [e["folder"] for e in entries])
     text = json.dumps(plan, indent=1, sort_keys=True) + "\n"
-    try:
-        if path.read_text(encoding="utf-8") == text:
-            return path
-    except (OSError, UnicodeDecodeError):  # not there yet (or unreadable): written below
-        pass
-    atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    write_text_if_changed(path, text)
     return path
 
 

@@ -19,6 +19,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..config.errors import ConfigError
 from ..config.files import PROJECT_ROOT
 
 # episodes.parquet and updates.parquet hold only what the config and seed determine, so a rerun writes
@@ -161,6 +162,39 @@ def changed_record(folder: Path, manifest: dict) -> str | None:
         if _checked[key]:
             return _checked[key]
     return None
+
+
+def write_text_if_changed(path: Path, text: str) -> None:
+    """Write ``text`` unless the file already holds it: its time stays, so Snakemake (mtime trigger) reruns nothing."""
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return
+    except (OSError, UnicodeDecodeError):  # not there yet (or unreadable): written below
+        pass
+    atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def manifest_to_copy(source: Path) -> dict:
+    """The manifest of the finished run in ``source`` that a job is about to copy, as a dict; else ConfigError in
+    one line naming the file."""
+    path = Path(source) / "manifest.json"
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, ValueError, RecursionError) as err:  # ValueError: bad JSON or UTF-8
+        raise ConfigError(f"{path}: cannot read the run to copy ({type(err).__name__})") from None
+    if not isinstance(manifest, dict):
+        raise ConfigError(f"{path}: not a run's manifest (a JSON object), cannot copy the run")
+    return manifest
+
+
+def check_records_to_copy(source: Path, manifest: dict, names: Iterable[str]) -> None:
+    """ConfigError in one line unless every record ``names`` of ``source`` is there and as its manifest hashed it."""
+    missing = [name for name in names if not (Path(source) / name).is_file()]
+    if missing:
+        raise ConfigError(f"{source}: the run to copy lacks {missing}")
+    changed = changed_record(source, manifest)
+    if changed:
+        raise ConfigError(f"{changed}: the run is not copied")
 
 
 def write_json(obj: dict, path: Path) -> None:
