@@ -205,7 +205,7 @@ def main(argv=None) -> int:
                 "status": result.status, "diverged_at_update": result.diverged_at_update,
                 "diverged_reason": result.diverged_reason, "wall_seconds": time.time() - start,
                 "threads": args.threads, "git": code, "code": code, "packages": records.package_versions(),
-                "host": records.host_info()}
+                "host": records.host_info(), "platform": records.numerics_platform()}
     records.write_json(manifest, args.out / "manifest.json")  # last: its presence means the run finished
     print(f"wrote {args.out}: {len(result.updates)} rows, {result.status}, {time.time() - start:.1f} s", flush=True)
     return 0
