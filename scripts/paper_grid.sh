@@ -22,7 +22,7 @@
 #   GRID_NAME=rlhf scripts/paper_grid.sh start|status|publish|watch|stop
 #       the RLHF study at its full scale (experiments/studies/rlhf.yaml), in ../rlhf-grid, on one core (CORES=1);
 #       publish copies its finished runs into published/rlhf/full (ppo.pipeline.publish --studies rlhf) and writes
-#       docs/rlhf-results.md again from them (scripts/rlhf_results.py), each committed alone. No checkpoints (a run is
+#       docs/rlhf-results.md again from them (scripts/rlhf_results.py), both in one commit. No checkpoints (a run is
 #       about a minute): nothing to carry, a stopped session loses the runs in progress only
 #
 # The clone ($GRID, default ../ppo-grid beside this repo) is never the tree being edited. Training runs
@@ -87,12 +87,19 @@ published_studies() {
   echo "${STUDIES:-$(cd "$REPO" && .venv/bin/python -c 'from ppo.pipeline.publish import STUDIES; print(" ".join(STUDIES))')}" | tr ',' ' '
 }
 
-# GRID_NAME=rlhf: the results page written again from published/ after a publish, and committed alone
-results_page() {
-  [ "${GRID_NAME:-mujoco}" = rlhf ] || return 0
-  (cd "$REPO" && .venv/bin/python scripts/rlhf_results.py \
-    && { git diff --quiet -- docs/rlhf-results.md \
-         || git commit -q -m "docs/rlhf-results: written again from the published RLHF runs" -- docs/rlhf-results.md; })
+# Publishing commits the runs it copied; with GRID_NAME=rlhf the results page is first written again from them and
+# goes into the same commit (tests/pipeline/test_rlhf_published.py checks the committed page against the records:
+# a stop between two commits would leave them apart)
+publish_and_commit() {
+  if [ "${GRID_NAME:-mujoco}" != rlhf ]; then
+    (cd "$REPO" && .venv/bin/python -m ppo.pipeline.publish "$@" --commit)
+    return
+  fi
+  (cd "$REPO" && .venv/bin/python -m ppo.pipeline.publish "$@" && .venv/bin/python scripts/rlhf_results.py \
+    && git add -A published docs/rlhf-results.md \
+    && { git diff --cached --quiet -- published docs/rlhf-results.md \
+         || git commit -q -m "published: RLHF runs, and docs/rlhf-results.md written again from them" \
+              -- published docs/rlhf-results.md; })
 }
 
 case "${1:-status}" in
@@ -150,16 +157,17 @@ case "${1:-status}" in
     ;;
   publish)
     # more sources (an unpacked ppo.pipeline.remote archive): scripts/paper_grid.sh publish --from DIR
-    (cd "$REPO" && .venv/bin/python -m ppo.pipeline.publish --studies $(published_studies) --from "$GRID" --sb3 "$GRID/results/sb3_reference" ${SEEDS:+--seeds "$SEEDS"} "${@:2}" --commit)
-    results_page
+    publish_and_commit --studies $(published_studies) --from "$GRID" --sb3 "$GRID/results/sb3_reference" ${SEEDS:+--seeds "$SEEDS"} "${@:2}"
     ;;
   watch)
     # Finished runs are committed as they come, so that none depends on this machine being kept; a
     # publish that finds the repository busy (another git command) is tried again next time.
     while running || sb3_running; do
-      (cd "$REPO" && .venv/bin/python -m ppo.pipeline.publish --studies $(published_studies) --from "$GRID" --sb3 "$GRID/results/sb3_reference" ${SEEDS:+--seeds "$SEEDS"} --commit) \
-        2>&1 | head -1 || true
-      results_page 2>&1 | tail -1 || true
+      # the whole output read before its first line is shown: a pipe closed early (head -1) could kill the
+      # commit that follows the first line
+      out="$(publish_and_commit --studies $(published_studies) --from "$GRID" --sb3 "$GRID/results/sb3_reference" \
+             ${SEEDS:+--seeds "$SEEDS"} 2>&1)" || true
+      echo "${out%%$'\n'*}"
       sleep "$(( ${2:-10} * 60 ))"
     done
     ;;
