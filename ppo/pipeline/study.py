@@ -345,6 +345,8 @@ def _scale(data: dict, scale: str, seeds: int | None, path: Path) -> tuple[dict,
         n_seeds = check_positive_int(sc["seeds"], f"scales.{scale}.seeds", path, MAX_SEEDS)
     else:
         n_seeds = check_positive_int(seeds, "seeds", f"pipeline config (overriding {path} scales.{scale}.seeds)", MAX_SEEDS)
+        if n_seeds != sc.get("seeds"):  # the label says the scale's seeds; the runs' manifests and reports quote it
+            sc = {**sc, "label": f"{sc['label']}; here {n_seeds} seeds (the pipeline config's seeds)"}
     return sc, total_steps, n_seeds
 
 

@@ -306,6 +306,7 @@ def test_publishing_seeds_0_to_2_keeps_the_index_rows_of_seeds_3_to_9(tmp_path):
     study = load_study("table1", "smoke", 4)
     runs = [r for r in study.runs() if r.task == TASK and r.variant.name == "clip_0.2"]
     assert sorted(r.seed for r in runs) == [0, 1, 2, 3]
+    assert study.label.endswith("1 seed (checks the pipeline, not the algorithm); here 4 seeds (the pipeline config's seeds)")
     train_smoke_runs(tmp_path / "grid" / "results", study, runs)
     published = tmp_path / "published"
     assert len(publish([tmp_path / "grid"], published, studies=[study])) == 4
