@@ -109,6 +109,9 @@ def test_samples_are_kept_every_5th_update_and_where_the_report_shows_them():
     updates = pd.DataFrame({"update": range(13), "proxy_reward": -np.abs(np.arange(13.0) - 9),
                             "gold_reward": -np.abs(np.arange(13.0) - 7)})
     assert rlhf_peaks(updates) == {7, 9, 12}
+    from analysis.rlhf import SMOOTH  # the report's smoothing: publish keeps the samples at the peaks it finds
+    from ppo.pipeline.publish import RLHF_SMOOTH
+    assert RLHF_SMOOTH == SMOOTH
     samples = pd.DataFrame([{"update": u, "index": i, "response": "ab$"} for u in range(13) for i in range(10)])
     kept = rlhf_published(samples, "samples.parquet", updates)
     assert RLHF_SAMPLES_EVERY == 5 and sorted(kept["update"].unique()) == [0, 5, 7, 9, 10, 12]
