@@ -31,10 +31,11 @@ from .plan import make_plan
 from .study import load_study, plan_groups
 
 
-def plan(studies: list[str], scale: str, group_size: int, only: list[str], results: Path) -> list[str]:
+def plan(studies: list[str], scale: str, group_size: int, only: list[str], results: Path,
+         seeds: int | None = None) -> list[str]:
     """One line per pending training group: its study, its job's name and its plan (ppo.pipeline.plan, JSON on one
-    line), tab-separated."""
-    loaded = [load_study(name, scale) for name in studies]
+    line), tab-separated. ``seeds``: the pipeline config's seeds (the ten-seed grid's ``seeds=10``)."""
+    loaded = [load_study(name, scale, seeds) for name in studies]
     speeds = yaml.safe_load((PROJECT_ROOT / "config" / "config.yaml").read_text())["sim_steps_per_second"]
     groups = [(s, g) for s, g in plan_groups(loaded, group_size, results, PROJECT_ROOT / "published")
               if not only or s.name in only]
@@ -93,6 +94,7 @@ def main(argv=None) -> int:
     pl.add_argument("--group-size", type=int, required=True, help="the pipeline's group_size")
     pl.add_argument("--only", nargs="*", default=[], help="list only these studies' groups")
     pl.add_argument("--results", type=Path, default=Path("results"))
+    pl.add_argument("--seeds", type=int, help="the pipeline config's seeds (default: the scale's)")
     rn = sub.add_parser("run", help="train the groups of a plan")
     rn.add_argument("jobs", type=Path)
     rn.add_argument("--workers", type=int, default=os.cpu_count())
@@ -101,7 +103,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     try:
         if args.command == "plan":
-            print("\n".join(plan(args.studies, args.scale, args.group_size, args.only, args.results)))
+            print("\n".join(plan(args.studies, args.scale, args.group_size, args.only, args.results, args.seeds)))
             return 0
         return run(args.jobs, args.workers, args.until, args.log_dir)
     except ConfigError as err:

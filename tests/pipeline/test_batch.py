@@ -26,6 +26,16 @@ def test_plan_is_the_pipelines_plan(tmp_path):
                                                                tmp_path / "results"))
 
 
+def test_plan_takes_the_pipelines_seeds(tmp_path):
+    """The ten-seed grid's `seeds=10` (issue 31): the same seeds as the pipeline would train, each run once."""
+    lines = plan(["table1"], "smoke", 3, [], tmp_path / "results", seeds=5)
+    jobs = [json.loads(line.split("\t")[2])["runs"] for line in lines]
+    planned = sorted(r["folder"] for runs in jobs for r in runs)
+    expected = sorted(str(tmp_path / "results" / "table1" / "smoke" / "runs" / r.task / r.variant.name / f"seed{r.seed}")
+                      for r in load_study("table1", "smoke", 5).runs())
+    assert planned == expected and {int(f.rsplit("seed", 1)[1]) for f in planned} == set(range(5))
+
+
 def test_run_trains_a_group_to_its_records(tmp_path, capsys):
     lines = [line for line in plan(["table1"], "smoke", 3, [], tmp_path / "results")
              if "/InvertedPendulum-v5/clip_0.1/" in line]
