@@ -39,7 +39,7 @@ set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 case "${GRID_NAME:-mujoco}" in
   mujoco)
-    GRID="${GRID:-$(dirname "$REPO")/ppo-grid}"; GRID_CONFIG=(); STATUS_SCOPE=()
+    GRID="${GRID:-$(dirname "$REPO")/ppo-grid}"; GRID_CONFIG=(); STATUS_SCOPE=(); RESULTS_PAGE=
     # SEEDS=10: the ten-seed Table 1 and Figure 3 (issue 31); seeds 0-2 are published and copied, not trained
     if [ -n "${SEEDS:-}" ]; then GRID_CONFIG=("seeds=$SEEDS"); STATUS_SCOPE=(--seeds "$SEEDS"); fi ;;
   atari)
@@ -51,12 +51,12 @@ case "${GRID_NAME:-mujoco}" in
     { read -r -a atari_tasks; read -r -a atari_variants; } <<< "$three"
     GRID_CONFIG=("tasks=[$(IFS=,; echo "${atari_tasks[*]}")]" "variants=[${ATARI_VARIANTS:-atari_ppo}]")
     # status counts ./repro atari-three's 18 runs (PPO and A2C), not the study's 441
-    STATUS_SCOPE=(--tasks "${atari_tasks[@]}" --variants "${atari_variants[@]}") ;;
+    STATUS_SCOPE=(--tasks "${atari_tasks[@]}" --variants "${atari_variants[@]}") RESULTS_PAGE=atari ;;
   rlhf)
     # The RLHF study at its full scale (issue 32: 300 runs of about a minute, ~5.7 core-hours; no checkpoints,
     # a stopped session loses the runs in progress only), on one core beside the Atari grid by default
     GRID="${GRID:-$(dirname "$REPO")/rlhf-grid}"
-    STUDIES=rlhf SCALE=full SB3_REFERENCE=0 CORES="${CORES:-1}" GRID_CONFIG=() STATUS_SCOPE=() CHECKPOINTS=0 ;;
+    STUDIES=rlhf SCALE=full SB3_REFERENCE=0 CORES="${CORES:-1}" GRID_CONFIG=() STATUS_SCOPE=() CHECKPOINTS=0 RESULTS_PAGE=rlhf ;;
   *) echo "paper_grid: GRID_NAME is mujoco (default), atari or rlhf, not ${GRID_NAME}" >&2; exit 1 ;;
 esac
 # Groups of 11 runs of a task: 1.7-2.6x the steps/s per core of groups of 3 on HalfCheetah, Reacher,
@@ -87,19 +87,20 @@ published_studies() {
   echo "${STUDIES:-$(cd "$REPO" && .venv/bin/python -c 'from ppo.pipeline.publish import STUDIES; print(" ".join(STUDIES))')}" | tr ',' ' '
 }
 
-# Publishing commits the runs it copied; with GRID_NAME=rlhf the results page is first written again from them and
-# goes into the same commit (tests/pipeline/test_rlhf_published.py checks the committed page against the records:
-# a stop between two commits would leave them apart)
+# Publishing commits the runs it copied. A grid with a results page written from its published records (RESULTS_PAGE:
+# scripts/<name>_results.py writes docs/<name>-results.md) writes it again first, and the page goes into the same
+# commit (tests/pipeline/test_rlhf_published.py and test_atari_results.py check the committed page against the
+# records: a stop between two commits would leave them apart)
 publish_and_commit() {
-  if [ "${GRID_NAME:-mujoco}" != rlhf ]; then
+  if [ -z "${RESULTS_PAGE:-}" ]; then
     (cd "$REPO" && .venv/bin/python -m ppo.pipeline.publish "$@" --commit)
     return
   fi
-  (cd "$REPO" && .venv/bin/python -m ppo.pipeline.publish "$@" && .venv/bin/python scripts/rlhf_results.py \
-    && git add -A published docs/rlhf-results.md \
-    && { git diff --cached --quiet -- published docs/rlhf-results.md \
-         || git commit -q -m "published: RLHF runs, and docs/rlhf-results.md written again from them" \
-              -- published docs/rlhf-results.md; })
+  local page="docs/${RESULTS_PAGE}-results.md"
+  (cd "$REPO" && .venv/bin/python -m ppo.pipeline.publish "$@" && .venv/bin/python "scripts/${RESULTS_PAGE}_results.py" \
+    && git add -A published "$page" \
+    && { git diff --cached --quiet -- published "$page" \
+         || git commit -q -m "published: ${RESULTS_PAGE} runs, and $page written again from them" -- published "$page"; })
 }
 
 case "${1:-status}" in

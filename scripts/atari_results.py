@@ -1,0 +1,233 @@
+#!/usr/bin/env python
+"""The Atari half of the paper at its budget (issue 33) as a page, docs/atari-results.md, written from the published
+records (published/atari/paper/runs, ppo.pipeline.publish) with the Atari report's own analysis
+(analysis/atari_tables.py), never typed by hand:
+
+    python scripts/atari_results.py                          # published/ -> docs/atari-results.md
+    python scripts/atari_results.py --published DIR --out FILE
+
+All generated, like docs/rlhf-results.md: tests/pipeline/test_atari_results.py regenerates it from published/ and
+compares the whole file, and ``scripts/paper_grid.sh`` with GRID_NAME=atari writes it again and commits it in the same
+commit as the runs it publishes, so the page and the records never disagree on main.
+
+What it shows: which of ./repro atari-three's runs are published (a partial grid says so); Table 6 per game and
+algorithm (each seed's last-100 score, the mean with its 95% Student-t interval, the paper's value, CleanRL's
+ppo_atari.py beside PPO, the verdict by analysis.atari_tables.verdicts' rule); every reference of
+reference/atari_reference_scores.csv for these games; Table 2's two metrics per run; each run's learning curve as the
+mean raw score of the episodes that ended in each million agent steps; and where each run trained (the parts of a run
+resumed from checkpoints, their processors, commits and torch builds). With no records it says so and reports nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from analysis.atari import attach_env_protocol, check_runs, load_atari_references, load_table6, task_game  # noqa: E402
+from analysis.atari_tables import reference_table, run_scores, table6, verdicts  # noqa: E402
+from analysis.io import load_study as load_runs  # noqa: E402
+from ppo.pipeline.study import load_study  # noqa: E402
+
+PAGE = ROOT / "docs" / "atari-results.md"
+SCALE = "paper"
+CURVE_BIN = 1_000_000  # agent steps per column of the learning-curve table
+REFERENCES = ROOT / "reference"
+
+
+def fmt(x, digits: int = 1) -> str:
+    return "" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:,.{digits}f}"
+
+
+def markdown(frame: pd.DataFrame) -> str:
+    head = "| " + " | ".join(frame.columns) + " |"
+    rule = "|" + "|".join("---:" if pd.api.types.is_numeric_dtype(frame[c]) else "---" for c in frame.columns) + "|"
+    rows = ["| " + " | ".join(str(v).replace("|", "\\|") for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join([head, rule, *rows])
+
+
+def planned_runs() -> pd.DataFrame:
+    """./repro atari-three's runs: the atari study's selection ``three`` at the paper's scale (game, variant, seed)."""
+    study = load_study("atari", SCALE)
+    tasks, variants = study.selection("three")
+    return pd.DataFrame([(task_game(t), v, s) for t in tasks for v in variants for s in range(study.seeds)],
+                        columns=["game", "variant", "seed"])
+
+
+def planned_budget() -> int:
+    """Agent steps per run at the paper's scale."""
+    return load_study("atari", SCALE).total_steps
+
+
+def records(published: Path):
+    """(scores, manifests, episodes) of the published Atari runs at the paper's scale; None while none is."""
+    runs_dir = published / "atari" / SCALE / "runs"
+    if not runs_dir.is_dir() or not any(runs_dir.rglob("manifest.json")):
+        return None
+    episodes, updates, manifests = load_runs(runs_dir, update_columns=("update", "global_step"))
+    manifests = attach_env_protocol(check_runs(manifests))
+    return run_scores(episodes, manifests, updates), manifests, episodes
+
+
+def progress_section(scores: pd.DataFrame, planned: pd.DataFrame) -> list[str]:
+    done = set(zip(scores["game"], scores["variant"], scores["seed"]))
+    rows = []
+    for (game, variant), group in planned.groupby(["game", "variant"], sort=True):
+        have = [s for s in group["seed"] if (game, variant, s) in done]
+        rows.append({"game": game, "variant": variant, "published seeds": ", ".join(map(str, have)) or "none",
+                     "of": len(group)})
+    extra = len(done - set(zip(planned["game"], planned["variant"], planned["seed"])))
+    lines = [f"**{len(done & set(zip(planned['game'], planned['variant'], planned['seed'])))} of the {len(planned)} "
+             "runs of `./repro atari-three` are published** (PPO first, then A2C; `scripts/paper_grid.sh` with "
+             "GRID_NAME=atari trains the rest and publishes each as it finishes)"
+             + (f"; {extra} more published run(s) outside that selection are in the tables below." if extra else ".")]
+    return lines + ["", markdown(pd.DataFrame(rows)), ""]
+
+
+def table6_section(rows6: pd.DataFrame, lines: pd.DataFrame) -> list[str]:
+    shown = pd.DataFrame({
+        "game": lines["game"], "algorithm": lines["variant_label"], "seeds: last-100 score": lines["per_seed"],
+        "mean (95% t interval)": [fmt(m) + ("" if not math.isfinite(lo) else f" ({fmt(lo)} to {fmt(hi)})")
+                                  for m, lo, hi in zip(lines["our_mean"], lines["our_ci_low"], lines["our_ci_high"])],
+        "paper": [fmt(v) for v in lines["paper_mean"]],
+        "CleanRL mean ± std (n)": [f"{fmt(m)} ± {fmt(s)} ({int(n)})" if math.isfinite(m) and math.isfinite(s) else ""
+                                   for m, s, n in zip(lines["ref_mean"], lines["ref_sd"],
+                                                      lines["ref_n"].fillna(0))],
+        "verdict": lines["verdict"],
+    })
+    all_mean = rows6.set_index(["game", "variant_label"])["our_all_mean"]
+    return ["## Table 6: the last 100 episodes, beside the paper", "",
+            "Score: the mean raw game score (all lives, never the clipped reward) of a run's last 100 training "
+            "episodes. The interval is Student's t over the seeds (n − 1 degrees of freedom): at 2 seeds it spans "
+            "12.7 standard errors each side, at 3 seeds 4.30 — wide, but its coverage holds, where a bootstrap "
+            "interval over 3 seeds is their range (about 75 %). Rule (analysis.atari_tables.verdicts): with 2 or more "
+            "seeds at the paper's budget, 'reproduced' when the paper's value is inside the interval or below it, "
+            "'not reproduced' when above; CleanRL's `ppo_atari.py` (3 seeds, NoFrameskip-v4) is compared by Welch's "
+            "interval of the difference.", "", markdown(shown), "",
+            "Table 2's other metric, the mean over all training episodes, averaged over seeds: "
+            + "; ".join(f"{g} {v}: {fmt(x)}" for (g, v), x in all_mean.items()) + ".", ""]
+
+
+def references_section(rows6: pd.DataFrame, scores: pd.DataFrame) -> list[str]:
+    refs = reference_table(rows6, scores, load_atari_references(REFERENCES / "atari_reference_scores.csv"))
+    refs = refs[refs["n_refs"] > 0]
+    if refs.empty:
+        return []
+    shown = pd.DataFrame({
+        "game": refs["game"], "reference": refs["ref_algo"], "budget": refs["ref_frames_or_steps"],
+        "its score": [fmt(float(s)) for s in refs["ref_score"]],
+        "ours − it (Welch 95%)": [f"{fmt(d)} ({fmt(lo)} to {fmt(hi)})" if math.isfinite(lo) else ""
+                                  for d, lo, hi in zip(refs["diff_vs_ref"], refs["diff_ci_low"], refs["diff_ci_high"])],
+        "its metric": refs["ref_metric"],
+    })
+    return ["## Beside other reproductions", "",
+            "Every row of reference/atari_reference_scores.csv for these games and algorithms (source, environment "
+            "and protocol in its note column; analysis.atari_tables.reference_table, which also says how each compares "
+            "with ours). The difference has an interval only where the reference states its spread and seed count and "
+            "we have 2 or more seeds.", "", markdown(shown), ""]
+
+
+def runs_section(scores: pd.DataFrame) -> list[str]:
+    shown = pd.DataFrame({
+        "game": scores["game"], "algorithm": scores["variant_label"], "seed": scores["seed"],
+        "agent steps": [f"{int(s):,}" for s in scores["steps"]], "episodes": scores["n_episodes"],
+        "all episodes (Table 2, 1)": [fmt(v) for v in scores["score_all"]],
+        "last 100 (Table 2, 2)": [fmt(v) for v in scores["score_last"]],
+    })
+    return ["## Each run: Table 2's two metrics", "", markdown(shown), ""]
+
+
+def curves_section(scores: pd.DataFrame, episodes: pd.DataFrame) -> list[str]:
+    """Each run's mean raw score of the episodes that ended in each CURVE_BIN of agent steps, and per game and
+    algorithm the mean over its seeds (of the seeds with an episode in that bin)."""
+    eps = episodes[np.isfinite(episodes["episode_return"].to_numpy(dtype=float))].copy()
+    # the budget in bins (10M agent steps: 10); the last update overshoots the budget by < one batch: last bin
+    n_bins = int(math.ceil(int(planned_budget()) / CURVE_BIN))
+    eps["bin"] = np.minimum((eps["global_step"].to_numpy(dtype=np.int64) - 1) // CURVE_BIN, n_bins - 1)
+    labels = [f"{(b + 1) * CURVE_BIN // 1_000_000}M" for b in range(n_bins)]
+    means = eps.groupby(["run_id", "bin"])["episode_return"].mean()
+    rows = []
+    for (game, label), group in scores.groupby(["game", "variant_label"], sort=True):
+        per_seed = []
+        for run in group.itertuples():
+            values = [means.get((run.run_id, b), math.nan) for b in range(n_bins)]
+            per_seed.append(values)
+            rows.append({"game": game, "algorithm": label, "seed": f"s{run.seed}", **dict(zip(labels, map(fmt, values)))})
+        if len(per_seed) > 1:
+            values = np.array(per_seed, dtype=float)
+            seen = np.isfinite(values).sum(axis=0)
+            mean = np.where(seen > 0, np.nansum(values, axis=0) / np.maximum(seen, 1), np.nan)
+            rows.append({"game": game, "algorithm": label, "seed": "mean", **dict(zip(labels, map(fmt, mean)))})
+    return ["## Learning curves, as numbers", "",
+            f"The mean raw score of the episodes that ended in each {CURVE_BIN:,} agent steps "
+            f"({4 * CURVE_BIN // 1_000_000}M frames), per seed and their mean; the figure is `atari_curves.png` of "
+            "`./repro atari-published`.", "", markdown(pd.DataFrame(rows)), ""]
+
+
+def where_section(manifests: pd.DataFrame) -> list[str]:
+    """Where each run trained: its parts (a run resumed from checkpoints has several), each part's processor and
+    numerics platform, commit and torch build, and the share of the run's steps each platform trained."""
+    rows, hours = [], 0.0
+    for m in manifests.sort_values(["game", "variant", "seed"]).itertuples():
+        manifest = json.loads((Path(m.run_dir) / "manifest.json").read_text())  # the frame keeps scalars only
+        parts = manifest.get("training_parts") or []
+        starts = [int(p.get("from_step", 0)) for p in parts] + [int(m.total_steps)]
+        share: dict[str, int] = {}
+        for part, begin, end in zip(parts, starts, starts[1:]):
+            key = f"{part.get('processor') or '?'} ({part.get('platform') or '?'}, torch "\
+                  f"{(part.get('packages') or {}).get('torch', '?')})"
+            share[key] = share.get(key, 0) + max(end - begin, 0)
+        total = max(sum(share.values()), 1)
+        commits = list(dict.fromkeys((p.get("commit") or "?")[:7] for p in parts))
+        hours += float(m.wall_seconds) / 3600
+        rows.append({"game": m.game, "algorithm": m.variant_label, "seed": m.seed, "parts": len(parts),
+                     "steps by processor": "; ".join(f"{k} {v / total:.0%}" for k, v in share.items()),
+                     "commits": ", ".join(commits), "job hours": f"{float(m.wall_seconds) / 3600:.1f}"})
+    moved = int(sum(v is True for v in manifests["resumed_on_another_platform"]))
+    return ["## Where each run trained", "",
+            f"{hours:.1f} job-hours in all: the wall clock of each single-threaded job, summed over its parts. The "
+            "jobs ran at nice 19 beside other work, so their CPU time was less (docs/paper-scale.md gives the CPU "
+            f"time measured per session). {moved} run(s) resumed on another numerics platform than they started on; "
+            "their later steps are another draw of the same training, not a bit-for-bit continuation "
+            "(docs/reproducibility.md).", "", markdown(pd.DataFrame(rows)), ""]
+
+
+def build(published: Path) -> str:
+    """The page's markdown from the records under ``published``/atari/paper/runs."""
+    head = ["# Atari at the paper's budget: the published runs", "",
+            "<!-- written by scripts/atari_results.py from published/atari/paper; do not edit by hand -->", "",
+            "PPO and A2C on Pong, Breakout and BeamRider at 10M agent steps (40M frames) per run, the paper2017 "
+            "protocol and Table 5's settings (experiments/studies/atari.yaml, selection `three`; issue 33). "
+            "`./repro atari-published` builds the full report (figures, aggregates) from the same records.", ""]
+    planned = planned_runs()
+    got = records(published)
+    if got is None:
+        return "\n".join(head + [f"No Atari run is published yet (0 of the {len(planned)} runs of "
+                                 "`./repro atari-three`).", ""])
+    scores, manifests, episodes = got
+    rows6 = table6(scores, load_table6(REFERENCES / "ppo2017_table6_atari.csv"))
+    lines = verdicts(rows6, scores, load_atari_references(REFERENCES / "atari_reference_scores.csv"))
+    body = (progress_section(scores, planned) + table6_section(rows6, lines) + references_section(rows6, scores)
+            + runs_section(scores) + curves_section(scores, episodes) + where_section(manifests))
+    return "\n".join(head + body).rstrip() + "\n"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--published", type=Path, default=ROOT / "published")
+    p.add_argument("--out", type=Path, default=PAGE)
+    args = p.parse_args(argv)
+    args.out.write_text(build(args.published))
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
