@@ -1,0 +1,50 @@
+"""docs/atari-results.md is written from the published Atari records (scripts/atari_results.py), never by hand:
+the committed page is what the script writes from published/ now, and a partial or empty dataset says so."""
+import importlib.util
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("atari_results", ROOT / "scripts" / "atari_results.py")
+atari_results = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(atari_results)
+
+PUBLISHED_RUNS = ROOT / "published" / "atari" / "paper" / "runs"
+
+
+def published_run_dirs() -> list[Path]:
+    return sorted(p.parent for p in PUBLISHED_RUNS.rglob("manifest.json"))
+
+
+def test_the_committed_page_is_written_from_the_published_records():
+    """scripts/paper_grid.sh (GRID_NAME=atari) writes the page again in the commit of every publish."""
+    assert (ROOT / "docs" / "atari-results.md").read_text() == atari_results.build(ROOT / "published"), (
+        "docs/atari-results.md differs from the published records: run python scripts/atari_results.py")
+
+
+def test_no_records_say_so(tmp_path):
+    text = atari_results.build(tmp_path)
+    planned = len(atari_results.planned_runs())
+    assert planned == 18  # 3 games x PPO, A2C x 3 seeds: ./repro atari-three
+    assert f"No Atari run is published yet (0 of the {planned} runs" in text and "## Table 6" not in text
+
+
+@pytest.mark.skipif(not published_run_dirs(), reason="no Atari run is published yet")
+def test_a_partial_dataset_says_what_it_holds(tmp_path):
+    run = published_run_dirs()[0]
+    target = tmp_path / run.relative_to(ROOT)
+    shutil.copytree(run, target)
+    text = atari_results.build(tmp_path / "published")
+    assert "**1 of the 18 runs of `./repro atari-three` are published**" in text
+    assert "no verdict: 1 scored seed(s)" in text  # one seed: no interval, no verdict
+
+    episodes = pd.read_parquet(run / "episodes.parquet")
+    # the learning-curve row: the mean raw score of the episodes ending in the first million agent steps
+    first = episodes[episodes["global_step"] <= 1_000_000]["episode_return"].mean()
+    curve_rows = [line for line in text.splitlines() if line.startswith("| ") and "| s" in line and "M |" not in line]
+    assert any(f"| {first:,.1f} |" in line for line in curve_rows)
+    header = next(line for line in text.splitlines() if line.startswith("| game | algorithm | seed | 1M"))
+    assert header.rstrip(" |").endswith("10M")  # the budget in millions of agent steps, the last batch's overshoot in it
