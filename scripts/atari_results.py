@@ -35,6 +35,7 @@ from analysis.atari import attach_env_protocol, check_runs, load_atari_reference
 from analysis.atari_tables import reference_table, run_scores, table6, verdicts  # noqa: E402
 from analysis.io import load_study as load_runs  # noqa: E402
 from ppo.pipeline.study import load_study  # noqa: E402
+from ppo.training.driver import resumed_elsewhere  # noqa: E402
 
 PAGE = ROOT / "docs" / "atari-results.md"
 SCALE = "paper"
@@ -174,10 +175,11 @@ def curves_section(scores: pd.DataFrame, episodes: pd.DataFrame) -> list[str]:
 def where_section(manifests: pd.DataFrame) -> list[str]:
     """Where each run trained: its parts (a run resumed from checkpoints has several), each part's processor and
     numerics platform, commit and torch build, and the share of the run's steps each platform trained."""
-    rows, hours = [], 0.0
+    rows, hours, resumed = [], 0.0, []
     for m in manifests.sort_values(["game", "variant", "seed"]).itertuples():
         manifest = json.loads((Path(m.run_dir) / "manifest.json").read_text())  # the frame keeps scalars only
         parts = manifest.get("training_parts") or []
+        resumed.append(resumed_elsewhere(parts))  # from the parts: runs written before it counted packages too
         starts = [int(p.get("from_step", 0)) for p in parts] + [int(m.total_steps)]
         share: dict[str, int] = {}
         for part, begin, end in zip(parts, starts, starts[1:]):
@@ -190,11 +192,12 @@ def where_section(manifests: pd.DataFrame) -> list[str]:
         rows.append({"game": m.game, "algorithm": m.variant_label, "seed": m.seed, "parts": len(parts),
                      "steps by processor": "; ".join(f"{k} {v / total:.0%}" for k, v in share.items()),
                      "commits": ", ".join(commits), "job hours": f"{float(m.wall_seconds) / 3600:.1f}"})
-    moved = int(sum(v is True for v in manifests["resumed_on_another_platform"]))
+    moved = sum(bool(m) for m in resumed)
     return ["## Where each run trained", "",
             f"{hours:.1f} job-hours in all: the wall clock of each single-threaded job, summed over its parts. The "
             "jobs ran at nice 19 beside other work, so their CPU time was less (docs/paper-scale.md gives the CPU "
-            f"time measured per session). {moved} run(s) resumed on another numerics platform than they started on; "
+            f"time measured per session). {moved} run(s) resumed on another numerics platform (processor or package "
+            "versions, `ppo.training.driver.resumed_elsewhere`) than they started on; "
             "their later steps are another draw of the same training, not a bit-for-bit continuation "
             "(docs/reproducibility.md).", "", markdown(pd.DataFrame(rows)), ""]
 

@@ -295,12 +295,18 @@ def env_protocol_record(task: str, config: RunConfig) -> dict:
 
 
 def resumed_elsewhere(parts: list[dict]) -> bool | None:
-    """Whether the parts ran on more than one numerics platform; None when that is unknown (a part
-    from before platforms were recorded, and the known ones agree)."""
-    known = {p.get("platform") for p in parts} - {None}
+    """Whether the parts ran on more than one numerics platform: processor key or package versions (the same key and
+    packages, the same bits: records.numerics_platform); None when that is unknown (a part from before platforms
+    were recorded, and the known ones agree). Any package counts, those that cannot move a float too: a false
+    "resumed elsewhere" costs a reader a look at the parts, a false "same" would hide another draw."""
+    def where(part: dict):
+        platform = part.get("platform")
+        return None if platform is None else (platform, json.dumps(part.get("packages") or {}, sort_keys=True))
+
+    known = {where(p) for p in parts} - {None}
     if len(known) > 1:
         return True
-    return None if len(known) < len({p.get("platform") for p in parts}) else False
+    return None if any(where(p) is None for p in parts) else False
 
 
 def write_run(result: RunResult, model: dict, group: list[str], wall_seconds: float, git: dict,

@@ -93,6 +93,10 @@ def test_a_run_resumed_on_another_platform_says_so():
     assert resumed_elsewhere([here, {"platform": "GenuineIntel-6-AVX512"}]) is True
     assert resumed_elsewhere([here, here]) is False
     assert resumed_elsewhere([{"platform": None}, here]) is None  # a part from before platforms were recorded
+    # the same processor key with another torch build (a part trained on a machine with its own torch): another draw
+    torch_213 = {**here, "packages": {"torch": "2.13.0+cpu", "numpy": "2.4.6"}}
+    assert resumed_elsewhere([torch_213, {**here, "packages": {"torch": "2.11.0", "numpy": "2.4.6"}}]) is True
+    assert resumed_elsewhere([torch_213, dict(torch_213)]) is False
 
 
 def test_a_group_resumed_on_another_processor_records_both_parts(tmp_path, monkeypatch):
