@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 from analysis.atari import attach_env_protocol, check_runs, load_atari_references, load_table6, task_game  # noqa: E402
 from analysis.atari_tables import reference_table, run_scores, table6, verdicts  # noqa: E402
 from analysis.io import load_study as load_runs  # noqa: E402
+from analysis.report_tables import to_markdown  # noqa: E402
 from ppo.pipeline.study import load_study  # noqa: E402
 from ppo.training.driver import resumed_elsewhere  # noqa: E402
 
@@ -48,10 +49,7 @@ def fmt(x, digits: int = 1) -> str:
 
 
 def markdown(frame: pd.DataFrame) -> str:
-    head = "| " + " | ".join(frame.columns) + " |"
-    rule = "|" + "|".join("---:" if pd.api.types.is_numeric_dtype(frame[c]) else "---" for c in frame.columns) + "|"
-    rows = ["| " + " | ".join(str(v).replace("|", "\\|") for v in row) + " |" for row in frame.itertuples(index=False)]
-    return "\n".join([head, rule, *rows])
+    return to_markdown(frame).rstrip("\n")  # analysis.report_tables: the reports' own table writer
 
 
 def planned_runs() -> pd.DataFrame:
