@@ -77,17 +77,15 @@ def records(published: Path):
 
 def progress_section(scores: pd.DataFrame, planned: pd.DataFrame) -> list[str]:
     done = set(zip(scores["game"], scores["variant"], scores["seed"]))
-    rows = []
-    for (game, variant), group in planned.groupby(["game", "variant"], sort=True):
-        have = [s for s in group["seed"] if (game, variant, s) in done]
-        rows.append({"game": game, "variant": variant, "published seeds": ", ".join(map(str, have)) or "none",
-                     "of": len(group)})
-    extra = len(done - set(zip(planned["game"], planned["variant"], planned["seed"])))
-    lines = [f"**{len(done & set(zip(planned['game'], planned['variant'], planned['seed'])))} of the {len(planned)} "
-             "runs of `./repro atari-three` are published** (PPO first, then A2C; `scripts/paper_grid.sh` with "
-             "GRID_NAME=atari trains the rest and publishes each as it finishes)"
+    wanted = set(zip(planned["game"], planned["variant"], planned["seed"]))
+    rows = [{"game": game, "variant": variant, "of": len(group),
+             "published seeds": ", ".join(str(s) for s in group["seed"] if (game, variant, s) in done) or "none"}
+            for (game, variant), group in planned.groupby(["game", "variant"], sort=True)]
+    extra = len(done - wanted)
+    lines = [f"**{len(done & wanted)} of the {len(planned)} runs of `./repro atari-three` are published** (PPO first, "
+             "then A2C; `scripts/paper_grid.sh` with GRID_NAME=atari trains the rest and publishes each as it finishes)"
              + (f"; {extra} more published run(s) outside that selection are in the tables below." if extra else ".")]
-    return lines + ["", markdown(pd.DataFrame(rows)), ""]
+    return lines + ["", markdown(pd.DataFrame(rows)[["game", "variant", "published seeds", "of"]]), ""]
 
 
 def table6_section(rows6: pd.DataFrame, lines: pd.DataFrame) -> list[str]:
@@ -105,7 +103,7 @@ def table6_section(rows6: pd.DataFrame, lines: pd.DataFrame) -> list[str]:
     return ["## Table 6: the last 100 episodes, beside the paper", "",
             "Score: the mean raw game score (all lives, never the clipped reward) of a run's last 100 training "
             "episodes. The interval is Student's t over the seeds (n − 1 degrees of freedom): at 2 seeds it spans "
-            "12.7 standard errors each side, at 3 seeds 4.30 — wide, but its coverage holds, where a bootstrap "
+            "12.7 standard errors each side, at 3 seeds 4.30 — wide, but its coverage holds for normal seed scores, where a bootstrap "
             "interval over 3 seeds is their range (about 75 %). Rule (analysis.atari_tables.verdicts): with 2 or more "
             "seeds at the paper's budget, 'reproduced' when the paper's value is inside the interval or below it, "
             "'not reproduced' when above; CleanRL's `ppo_atari.py` (3 seeds, NoFrameskip-v4) is compared by Welch's "
