@@ -168,6 +168,39 @@ def curves_section(scores: pd.DataFrame, episodes: pd.DataFrame) -> list[str]:
             "`./repro atari-published`.", "", markdown(pd.DataFrame(rows)), ""]
 
 
+DIAGNOSTICS = {"entropy": "policy entropy", "explained_variance": "explained variance", "approx_kl": "approx. KL",
+               "clipfrac": "clip fraction", "value_loss": "value loss"}  # updates.parquet columns, where an algorithm logs them
+
+
+def diagnostics_section(scores: pd.DataFrame, manifests: pd.DataFrame, episodes: pd.DataFrame) -> list[str]:
+    """Per run, what its updates and episodes looked like in the first and in the last CURVE_BIN agent steps: the
+    episode length beside the training statistics an algorithm logs (a column it does not log stays blank)."""
+    last_from = planned_budget() - CURVE_BIN
+    rows = []
+    for m in manifests.sort_values(["game", "variant", "seed"]).itertuples():
+        updates = pd.read_parquet(Path(m.run_dir) / "updates.parquet")  # the record load_runs checked above
+        eps = episodes[episodes["run_id"] == m.run_id]
+        row = {"game": m.game, "algorithm": m.variant_label, "seed": m.seed}
+
+        def early_late(frame: pd.DataFrame, column: str, digits: int) -> str:
+            if column not in frame.columns:
+                return ""
+            early = frame.loc[frame["global_step"] <= CURVE_BIN, column].mean()
+            late = frame.loc[frame["global_step"] > last_from, column].mean()
+            return f"{fmt(early, digits)} → {fmt(late, digits)}"
+
+        row["episode length (agent steps)"] = early_late(eps, "episode_length", 0)
+        for column, label in DIAGNOSTICS.items():
+            row[label] = early_late(updates, column, 4 if column == "approx_kl" else 3)
+        rows.append(row)
+    return ["## How each run trained: its first and last million agent steps", "",
+            f"Means over the updates (and the episodes that ended) in the first {CURVE_BIN:,} agent steps → in the "
+            f"last {CURVE_BIN:,}. Entropy in nats (Breakout's 4 actions: at most 1.386; Pong's and BeamRider's 6 and 9: "
+            "1.792 and 2.197); approx. KL is the mean of (r − 1) − log r over a minibatch before its step; the clip "
+            "fraction the share of samples with |r − 1| > ε (both ε and the step size anneal to 0).", "",
+            markdown(pd.DataFrame(rows)), ""]
+
+
 def where_section(manifests: pd.DataFrame) -> list[str]:
     """Where each run trained: its parts (a run resumed from checkpoints has several), each part's processor and
     numerics platform, commit and torch build, and the share of the run's steps each platform trained."""
@@ -214,7 +247,8 @@ def build(published: Path) -> str:
     rows6 = table6(scores, load_table6(REFERENCES / "ppo2017_table6_atari.csv"))
     lines = verdicts(rows6, scores, load_atari_references(REFERENCES / "atari_reference_scores.csv"))
     body = (progress_section(scores, planned) + table6_section(rows6, lines) + references_section(rows6, scores)
-            + runs_section(scores) + curves_section(scores, episodes) + where_section(manifests))
+            + runs_section(scores) + curves_section(scores, episodes) + diagnostics_section(scores, manifests, episodes)
+            + where_section(manifests))
     return "\n".join(head + body).rstrip() + "\n"
 
 
