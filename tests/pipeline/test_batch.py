@@ -1,6 +1,12 @@
 """ppo.pipeline.remote plans the pipeline's own training groups and trains them without Snakemake."""
 import json
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 from ppo.pipeline.remote import plan, run
 from ppo.pipeline.study import is_current, load_study, plan_groups
@@ -59,3 +65,31 @@ def test_run_refuses_a_group_whose_plan_no_longer_matches_its_runs(tmp_path, cap
     assert "failed (2)" in capsys.readouterr().out
     assert "runs[0].config_digest" in (tmp_path / "logs/job000.log").read_text()
     assert not any(Path(r["folder"]).exists() for r in stale["runs"])
+
+
+@pytest.mark.integration
+def test_remote_batch_packs_what_it_trained_into_parts_that_unpack(tmp_path):
+    """scripts/remote_batch.sh, as a device machine runs it: in a copy of the code, the jobs trained, then results/
+    and logs/ packed as xz parts of at most 15 MiB; unpacked here, the runs are the finished records."""
+    root = Path(__file__).resolve().parents[2]
+    work = tmp_path / "copy"
+    for folder in ("ppo", "experiments", "config", "reference", "scripts"):
+        shutil.copytree(root / folder, work / folder)
+    line = next(line for line in plan(["table1"], "smoke", 3, [], Path("results"))
+                if "/InvertedPendulum-v5/clip_0.1/" in line)
+    (work / "jobs.tsv").write_text(line + "\n")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}  # python3: this venv's
+    done = subprocess.run(["bash", "scripts/remote_batch.sh", "jobs.tsv", "1", "300", str(tmp_path / "out")],
+                          cwd=work, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "train_InvertedPendulum-ppo-" in done.stdout and ": finished" in done.stdout
+    parts = sorted((tmp_path / "out").glob("batch.tar.xz.part*"))
+    assert parts and all(p.stat().st_size <= 15 * 2**20 for p in parts)
+    unpacked = tmp_path / "unpacked"
+    unpacked.mkdir()
+    archive = b"".join(p.read_bytes() for p in parts)
+    subprocess.run(["tar", "xJf", "-", "-C", str(unpacked)], input=archive, check=True)
+    study = load_study("table1", "smoke")
+    trained = [r for r in study.runs() if r.task == "InvertedPendulum-v5" and r.variant.name == "clip_0.1"]
+    assert trained and all(is_current(unpacked / "results", study, r) for r in trained)
+    assert (unpacked / "logs" / "batch.txt").read_text().strip().endswith("finished")
