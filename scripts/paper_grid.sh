@@ -92,15 +92,19 @@ published_studies() {
 # commit (tests/pipeline/test_rlhf_published.py and test_atari_results.py check the committed page against the
 # records: a stop between two commits would leave them apart)
 publish_and_commit() {
-  if [ -z "${RESULTS_PAGE:-}" ]; then
-    (cd "$REPO" && .venv/bin/python -m ppo.pipeline.publish "$@" --commit)
-    return
-  fi
-  local page="docs/${RESULTS_PAGE}-results.md"
-  (cd "$REPO" && .venv/bin/python -m ppo.pipeline.publish "$@" && .venv/bin/python "scripts/${RESULTS_PAGE}_results.py" \
-    && git add -A published "$page" \
-    && { git diff --cached --quiet -- published "$page" \
-         || git commit -q -m "published: ${RESULTS_PAGE} runs, and $page written again from them" -- published "$page"; })
+  # One publish at a time across the grids (flock): each copies runs into published/ and commits all of it, so the
+  # Atari watch once committed RLHF runs the RLHF watch had copied but not yet committed with their page
+  ( flock 9
+    if [ -z "${RESULTS_PAGE:-}" ]; then
+      cd "$REPO" && .venv/bin/python -m ppo.pipeline.publish "$@" --commit
+      exit
+    fi
+    local page="docs/${RESULTS_PAGE}-results.md"
+    cd "$REPO" && .venv/bin/python -m ppo.pipeline.publish "$@" && .venv/bin/python "scripts/${RESULTS_PAGE}_results.py" \
+      && git add -A published "$page" \
+      && { git diff --cached --quiet -- published "$page" \
+           || git commit -q -m "published: ${RESULTS_PAGE} runs, and $page written again from them" -- published "$page"; }
+  ) 9> "$REPO/.git/paper_grid.publish.lock"
 }
 
 case "${1:-status}" in
