@@ -333,6 +333,10 @@ def write_index(studies, published: Path = PUBLISHED) -> pd.DataFrame:
         others = listed[kept].reindex(columns=INDEX_COLUMNS)
         index = pd.concat([others, index]) if len(others) else index
     if len(index):
+        # one order whichever studies this publish rewrote: else each grid's publish moved its rows to the end
+        order = {name: k for k, name in enumerate(INDEXED)}
+        index = index.sort_values(["study", "task", "variant", "seed"], kind="stable",
+                                  key=lambda c: c.map(order) if c.name == "study" else c).reset_index(drop=True)
         records.atomic_write(published / "INDEX.csv", lambda tmp: index.to_csv(tmp, index=False))
     return index
 
