@@ -367,8 +367,8 @@ def status(sources: list[Path], published: Path = PUBLISHED, sb3_sources: tuple[
     index = write_index(studies, published) if (published / "INDEX.csv").exists() else pd.DataFrame()
     for name, runs in index.groupby("study", sort=False) if len(index) else ():
         groups = runs.drop_duplicates(["group"])
-        lines.append(f"training time of {name}'s published runs: {groups['wall_seconds'].sum() / 3600:.1f} core-hours "
-                     f"({len(groups)} groups, one core each; by processor: "
+        lines.append(f"training time of {name}'s published runs: {groups['wall_seconds'].sum() / 3600:.1f} job-hours "
+                     f"(wall clock of {len(groups)} single-threaded groups, more than their CPU time where a core was shared; by processor: "
                      + ", ".join(f"{h} {w / 3600:.1f}" for h, w in groups.groupby("processor")["wall_seconds"].sum().items())
                      + ")")
     return "\n".join(lines)

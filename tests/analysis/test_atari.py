@@ -465,7 +465,7 @@ def test_front_page_shows_published_atari_runs(tmp_path):
     assert pong_ppo[2:5] == ["s0 14.6, s1 -3.1", "5.8 (-106.4 to 117.9)", "20.7"]
     assert pong_ppo[5] == "no verdict: trained 4k of the paper's 40M frames"
     assert len(rows) == 2 + 4 and note.startswith("8 of the 18 runs of ./repro atari-three published")
-    assert "8.0 core-hours of training" in note  # the manifests' wall_seconds, 3600 s each
+    assert "8.0 job-hours of training" in note  # the manifests' wall_seconds, 3600 s each
 
 
 def test_curves_figure_draws_the_paper_beside_runs_at_its_budget(study, refs, tmp_path, monkeypatch):

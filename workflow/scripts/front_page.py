@@ -647,8 +647,9 @@ def atari_beside_paper(published: Path, results: tuple | None = None) -> tuple[s
     hours = pd.to_numeric(manifests["wall_seconds"], errors="coerce").sum() / 3600
     games, planned, seeds = atari_three()
     note = (f"{len(manifests)} of the {planned} runs of ./repro atari-three published (PPO, then A2C, on "
-            f"{', '.join(games)}; 10M agent steps = 40M frames, {seeds} seeds), {hours:.1f} core-hours of "
-            "training. Score: mean raw game score of a run's last 100 training episodes (Table 6). The t interval "
+            f"{', '.join(games)}; 10M agent steps = 40M frames, {seeds} seeds), {hours:.1f} job-hours of "
+            "training (the wall clock of single-threaded jobs: more than their CPU time where a job shared its core). "
+            "Score: mean raw game score of a run's last 100 training episodes (Table 6). The t interval "
             "keeps its coverage at 3 seeds, where a bootstrap interval is the seeds' range; the verdict's rule and "
             "CleanRL's numbers: results/atari/paper/report/atari_verdicts.md after ./repro atari-three, "
             "analysis/atari_tables.py.")
