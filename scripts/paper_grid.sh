@@ -51,7 +51,9 @@ case "${GRID_NAME:-mujoco}" in
     { read -r -a atari_tasks; read -r -a atari_variants; } <<< "$three"
     GRID_CONFIG=("tasks=[$(IFS=,; echo "${atari_tasks[*]}")]" "variants=[${ATARI_VARIANTS:-atari_ppo}]")
     # status counts ./repro atari-three's 18 runs (PPO and A2C), not the study's 441
-    STATUS_SCOPE=(--tasks "${atari_tasks[@]}" --variants "${atari_variants[@]}") RESULTS_PAGE=atari ;;
+    STATUS_SCOPE=(--tasks "${atari_tasks[@]}" --variants "${atari_variants[@]}") RESULTS_PAGE=atari
+    # runs with a checkpoint are put first, of the variants trained now only (Snakemake knows no others)
+    IFS=, read -r -a trained_variants <<< "${ATARI_VARIANTS:-atari_ppo}"; RESUMABLE_SCOPE=(--variants "${trained_variants[@]}") ;;
   rlhf)
     # The RLHF study at its full scale (issue 32: 300 runs of about a minute, ~5.7 core-hours; no checkpoints,
     # a stopped session loses the runs in progress only), on one core beside the Atari grid by default
@@ -138,7 +140,7 @@ case "${1:-status}" in
     fi
     # Runs with a checkpoint first (the furthest, one per core): otherwise Snakemake may start new runs on every
     # core, and a carried run waits for a whole run's time, its checkpoint only aging.
-    mapfile -t resumable < <(cd "$REPO" && .venv/bin/python -m ppo.pipeline.carry resumable --from "$GRID" | head -n "$grid_cores")
+    mapfile -t resumable < <(cd "$REPO" && .venv/bin/python -m ppo.pipeline.carry resumable --from "$GRID" ${RESUMABLE_SCOPE[@]+"${RESUMABLE_SCOPE[@]}"} | head -n "$grid_cores")
     first=(); [ "${#resumable[@]}" -gt 0 ] && first=(--prioritize "${resumable[@]}")
     # The studies the dataset publishes (ppo.pipeline.publish.STUDIES: Table 1, Figure 3 and their checks), as the clone has them
     studies="${STUDIES:-$(cd "$GRID" && .venv/bin/python -c 'from ppo.pipeline.publish import STUDIES; print(",".join(STUDIES))')}"

@@ -95,17 +95,31 @@ def restore(grid: Path, state: Path = STATE, studies: list[str] | None = None) -
     return copy_newer(checkpoints(state, studies), grid / "results", [grid / "results", PUBLISHED])
 
 
-def resumable(grid: Path) -> list[Path]:
-    """The manifests (relative to the grid) of the unfinished runs that have a checkpoint, furthest first: the
-    grid asks Snakemake to train these first, so that a carried run resumes before new ones start."""
+def budget_fraction(path: Path) -> float:
+    """How much of its runs' budget a group checkpoint holds (agent steps done / total steps); 0 for a file that
+    is not one. Iterations do not compare across algorithms (A2C's are 5 steps per environment, PPO's 128)."""
+    try:
+        state = torch.load(path, weights_only=True, map_location="cpu")
+        config = json.loads(state["fingerprint"][0][3])
+        return int(state["iteration"]) * int(config["num_envs"]) * int(config["horizon"]) / int(config["total_steps"])
+    except Exception:  # noqa: BLE001 - any unreadable file means the same here
+        return 0.0
+
+
+def resumable(grid: Path, variants: list[str] | None = None) -> list[Path]:
+    """The manifests (relative to the grid) of the unfinished runs that have a checkpoint, furthest (the largest
+    share of their budget) first, of ``variants`` only when given: the grid asks Snakemake to train these first, so
+    that a carried run resumes before new ones start. A run outside the grid's variants cannot be asked for."""
     results = grid / "results"
     done = [results, PUBLISHED]
     found = []
     for relative, path in checkpoints(results).items():
         at, runs = progress(path)
-        if at > 0 and not finished(relative, runs, done):
+        runs = [run for run in runs if variants is None or Path(run).parent.name in variants]
+        if at > 0 and runs and not finished(relative, runs, done):
             study_scale = relative.parent.parent
-            found += [(at, Path("results") / study_scale / "runs" / run / "manifest.json") for run in runs]
+            share = budget_fraction(path)
+            found += [(share, Path("results") / study_scale / "runs" / run / "manifest.json") for run in runs]
     return [manifest for _, manifest in sorted(found, key=lambda item: -item[0])]
 
 
@@ -155,6 +169,8 @@ def main(argv=None) -> int:
                              help="only these studies' checkpoints (the grid's; default: all)")
     q = sub.add_parser("resumable", help="print the manifests of unfinished runs with a checkpoint, furthest first")
     q.add_argument("--from", dest="grid", type=Path, required=True, help="the grid's clone (holds results/)")
+    q.add_argument("--variants", nargs="+", default=None, metavar="VARIANT",
+                   help="only these variants' runs (the grid's: Snakemake cannot be asked for others)")
     u = sub.add_parser("unfinished", help="print each unfinished group's runs, steps done and processors")
     u.add_argument("--from", dest="grid", type=Path, required=True, help="the grid's clone (holds results/)")
     args = p.parse_args(argv)
@@ -162,7 +178,7 @@ def main(argv=None) -> int:
         print("\n".join(unfinished(args.grid)) or "no unfinished group has a checkpoint")
         return 0
     if args.command == "resumable":
-        for manifest in resumable(args.grid):  # none: no output at all (an empty line would be a path to the grid)
+        for manifest in resumable(args.grid, args.variants):  # none: no output at all (an empty line would be a path to the grid)
             print(manifest)
         return 0
     try:

@@ -3,6 +3,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 from killing import Killed, kill_at
 
 import ppo.envs.lockstep
@@ -87,3 +88,21 @@ def test_each_grid_carries_its_own_studies(tmp_path, monkeypatch):
     assert carry.restore(other, state, studies=["atari"]) == [] and not (other / "results" / CKPT).exists()
     # why the scope matters: unscoped, a grid that lacks the checkpoint takes it for finished
     assert carry.save(other, state) == [f"{CKPT}: removed (its group finished)"]
+
+
+def fake_checkpoint(path, run, iteration, num_envs, horizon, total_steps):
+    """Only what carry reads: the iteration and each run's fingerprint (id first, resolved config fourth)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    config = json.dumps({"num_envs": num_envs, "horizon": horizon, "total_steps": total_steps})
+    torch.save({"iteration": iteration, "fingerprint": [(run, "", "", config)]}, path)
+
+
+def test_resumable_puts_the_largest_share_of_budget_first_of_the_grids_variants(tmp_path):
+    checkpoints = tmp_path / "results/atari/paper/checkpoints"
+    # A2C's 5-step iterations outnumber PPO's 128-step ones at a smaller share of the budget: 40 % against 60 %
+    fake_checkpoint(checkpoints / "a.pt", "ALE/Pong-v5/atari_a2c/seed0", 20_000, 8, 5, 2_000_000)
+    fake_checkpoint(checkpoints / "b.pt", "ALE/Pong-v5/atari_ppo/seed1", 1_172, 8, 128, 2_000_000)
+    manifest = "results/atari/paper/runs/ALE/Pong-v5/{}/manifest.json".format
+    assert carry.resumable(tmp_path) == [Path(manifest("atari_ppo/seed1")), Path(manifest("atari_a2c/seed0"))]
+    # a run of a variant the grid does not train is not asked for (Snakemake would fail: no rule makes it)
+    assert carry.resumable(tmp_path, ["atari_ppo"]) == [Path(manifest("atari_ppo/seed1"))]
