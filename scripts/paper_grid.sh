@@ -4,7 +4,7 @@
 #
 #   scripts/paper_grid.sh start [REV]   train from a clone at a committed revision (default: this repo's HEAD)
 #                                       and, while some are missing, the Stable-Baselines3 reference runs
-#   scripts/paper_grid.sh status        what is running, what has finished, core-hours so far, how far each
+#   scripts/paper_grid.sh status        what is running, what has finished, job-hours so far, how far each
 #                                       unfinished group got (its last checkpoint)
 #   scripts/paper_grid.sh publish [--from DIR]   copy finished runs' records into published/, commit them
 #   scripts/paper_grid.sh watch [MIN]   publish every MIN minutes (default 10) while the grid runs
@@ -97,6 +97,12 @@ publish_and_commit() {
   # One publish at a time across the grids (flock): each copies runs into published/ and commits all of it, so the
   # Atari watch once committed RLHF runs the RLHF watch had copied but not yet committed with their page
   ( flock 9
+    # The publishing code runs from this repository's work tree: never half-edited (the watch runs for hours
+    # beside a session's editing). Uncommitted changes to what publish reads postpone it to the next round.
+    if ! git -C "$REPO" diff --quiet HEAD -- ppo analysis scripts reference experiments; then
+      echo "paper_grid: publish postponed: uncommitted changes to the code it runs (git diff HEAD -- ppo analysis scripts reference experiments)"
+      exit 0
+    fi
     if [ -z "${RESULTS_PAGE:-}" ]; then
       cd "$REPO" && .venv/bin/python -m ppo.pipeline.publish "$@" --commit
       exit
