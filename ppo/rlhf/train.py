@@ -284,8 +284,9 @@ def close_update(cfg: RLHFConfig, learner: Learner, b: Batch, ref_kl_k1: float, 
     return record
 
 
-def train(cfg: RLHFConfig, seed: int, models: Models | None = None, log=None) -> RunResult:
-    """Train one run (or, for best_of_n, evaluate the SFT policy's best-of-n curve)."""
+def train(cfg: RLHFConfig, seed: int, models: Models | None = None, log=None, until: int | None = None) -> RunResult:
+    """Train one run (or, for best_of_n, evaluate the SFT policy's best-of-n curve). ``until``: stop after that
+    many updates, the rows so far being the full run's first (``./repro verify``; best-of-n ignores it)."""
     models = models or build_models(cfg)
     if cfg.algorithm == "best_of_n":
         return best_of_n(cfg, seed, models)
@@ -300,6 +301,8 @@ def train(cfg: RLHFConfig, seed: int, models: Models | None = None, log=None) ->
         prompt_seed, held_out_sampling = held_out_seeds(seed)
         held_out_prompts = lang.sample_prompts(held.prompts, torch.Generator().manual_seed(prompt_seed))
     for update in range(cfg.updates + 1):
+        if until is not None and update == until:
+            break
         held_out, held_seconds = {}, {}
         if held.every and (update % held.every == 0 or update == cfg.updates):
             t = time.perf_counter()

@@ -53,16 +53,22 @@ def describe(platform: dict, packages: dict) -> str:
     return f"{platform.get('key')} ({platform.get('model_name')}; {versions})"
 
 
-def first_difference(recorded: pd.DataFrame, here: pd.DataFrame, what: str) -> str | None:
-    """Where two tables first differ, as one phrase naming the row (``what`` N, 1-based) and the values."""
+def plain(value):
+    """A table cell as Python's own value (numpy scalars compare and print as Python's; text is text)."""
+    return value.item() if hasattr(value, "item") else value
+
+
+def first_difference(recorded: pd.DataFrame, here: pd.DataFrame, what: str, key: str = "global_step") -> str | None:
+    """Where two tables first differ, as one phrase naming the row (``what`` N, 1-based, and its ``key``) and
+    the values."""
     if list(recorded.columns) != list(here.columns):
         return f"the {what} tables have other columns: recorded {list(recorded.columns)}, here {list(here.columns)}"
     for i in range(min(len(recorded), len(here))):
         for column in recorded.columns:
-            a, b = recorded[column].iloc[i].item(), here[column].iloc[i].item()  # numpy scalars as Python's
+            a, b = plain(recorded[column].iloc[i]), plain(here[column].iloc[i])
             if not (a == b or (pd.isna(a) and pd.isna(b))):
-                return (f"{what} {i + 1} (global step {int(recorded['global_step'].iloc[i]):,}): {column} recorded "
-                        f"{a!r}, here {b!r}")
+                return (f"{what} {i + 1} ({key.replace('_', ' ')} {int(recorded[key].iloc[i]):,}): {column} "
+                        f"recorded {a!r}, here {b!r}")
     if len(recorded) != len(here):
         return f"the number of {what}s: recorded {len(recorded)}, here {len(here)}"
     return None
