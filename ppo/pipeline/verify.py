@@ -26,7 +26,7 @@ from ..rlhf.config import RLHFConfig, build
 from ..rlhf.train import build_models, models_key, train
 from ..training import records
 from ..training import verify as training_verify
-from ..training.verify import describe, first_difference, plain
+from ..training.verify import describe, first_difference, plain, what_a_difference_means
 from .rlhf_job import cached_models, models_path
 
 
@@ -73,11 +73,8 @@ def verify_rlhf(run_dir: Path, manifest: dict, updates: int, models_cache: Path 
                 f"{len(samples)} sampled responses of {manifest.get('run_id', run_dir)}")
     if difference is None:
         return True, f"identical: {compared} equal the records bit for bit. Trained on {there}; here {here}."
-    same = there == here and not records.recorded_platform(manifest).get("inferred")
-    verdict = ("the same platform and packages: the code's numerics changed since this run was trained"
-               if same else "another platform or other packages: the runs are statistically equivalent, not identical "
-                            "(docs/reproducibility.md)")
-    return False, f"differs in {difference}. Compared {compared}. Trained on {there}; here {here}: {verdict}."
+    return False, (f"differs in {difference}. Compared {compared}. Trained on {there}; here {here}: "
+                   f"{what_a_difference_means(manifest, there, here)}.")
 
 
 def verify(run_dir: Path, updates: int = 3, models_cache: Path | None = None) -> tuple[bool, str]:

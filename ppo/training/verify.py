@@ -1,6 +1,6 @@
 """Check a finished run against this machine: retrain its first updates and compare the records bit for bit.
 
-    ./repro verify published/table1/paper/runs/Hopper-v5/clip_0.2/seed0 [--updates 3]
+    ./repro verify published/table1/paper/runs/Hopper-v5/clip_0.2/seed0 [--updates 3]   (ppo.pipeline.verify's command)
 
 The run is rebuilt from its own manifest (config, task, seed; a record of an older config schema is read in
 today's shape, ppo.config.schema) and trained alone for its first ``--updates`` iterations on one thread, as the
@@ -15,9 +15,7 @@ the code's numerics changed since the run was trained.
 """
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -102,32 +100,13 @@ def verify(run_dir: Path, updates: int = 3) -> tuple[bool, str]:
                   or first_difference(recorded_updates, result.updates, "update"))
     if difference is None:
         return True, f"identical: the first {compared} equal the records bit for bit. Trained on {there}; here {here}."
-    same = there == here and not records.recorded_platform(manifest).get("inferred")
-    verdict = ("the same platform and packages: the code's numerics changed since this run was trained"
-               if same else "another platform or other packages: the runs are statistically equivalent, not identical "
-                            "(docs/reproducibility.md)")
-    return False, f"differs from {difference}. Compared the first {compared}. Trained on {there}; here {here}: {verdict}."
+    return False, (f"differs from {difference}. Compared the first {compared}. Trained on {there}; here {here}: "
+                   f"{what_a_difference_means(manifest, there, here)}.")
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                epilog="Exit status: 0 identical, 1 differs, 2 the run cannot be read.")
-    p.add_argument("runs", nargs="+", type=Path, help="folders of finished runs (each holds manifest.json)")
-    p.add_argument("--updates", type=int, default=3, help="iterations to retrain (default 3)")
-    args = p.parse_args(argv)
-    if args.updates < 1:
-        p.error("--updates must be at least 1")
-    status = 0
-    for run_dir in args.runs:
-        try:
-            identical, text = verify(run_dir, args.updates)
-        except (ConfigError, OSError) as err:
-            print(f"error: {err}", file=sys.stderr)
-            return 2
-        print(f"{run_dir}: {text}", flush=True)
-        status = max(status, 0 if identical else 1)
-    return status
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def what_a_difference_means(manifest: dict, there: str, here: str) -> str:
+    """A difference on the same platform and packages is a change of the code's numerics; elsewhere, a draw."""
+    if there == here and not records.recorded_platform(manifest).get("inferred"):
+        return "the same platform and packages: the code's numerics changed since this run was trained"
+    return ("another platform or other packages: the runs are statistically equivalent, not identical "
+            "(docs/reproducibility.md)")

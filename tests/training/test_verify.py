@@ -1,4 +1,4 @@
-"""./repro verify (ppo.training.verify): a finished run retrained here for its first updates, compared bit for bit; and
+"""./repro verify of a training run (ppo.training.verify, through ppo.pipeline.verify's command): a finished run retrained here for its first updates, compared bit for bit; and
 the processor each part of a run trained on, recorded in its manifest (ppo.training.driver.training_part)."""
 import json
 
@@ -7,6 +7,7 @@ import pytest
 
 from ppo.config.run_config import RunConfig
 from ppo.config.settings import PPOSettings
+from ppo.pipeline import verify as command
 from ppo.training import records, verify
 from ppo.training.driver import RunSpec, resumed_elsewhere, train_group
 
@@ -75,7 +76,7 @@ def test_a_manifest_from_before_platforms_were_recorded_names_the_processor():
 def test_an_unreadable_run_is_refused_in_one_line(tmp_path, capsys, content, says):
     if content is not None:
         (tmp_path / "manifest.json").write_text(content)
-    assert verify.main([str(tmp_path)]) == 2
+    assert command.main([str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and says in err and str(tmp_path) in err
 
