@@ -27,6 +27,7 @@ from ..rlhf.train import build_models, models_key, train
 from ..training import records
 from ..training import verify as training_verify
 from ..training.verify import describe, first_difference, plain, what_a_difference_means
+from .publish import WINDOW_STEPS, per_window
 from .rlhf_job import cached_models, models_path
 
 
@@ -88,7 +89,7 @@ def verify(run_dir: Path, updates: int = 3, models_cache: Path | None = None) ->
             if not isinstance(manifest.get(field), kind) or isinstance(manifest.get(field), bool):
                 raise ConfigError(f"{path}: field {field} is missing or not a {kind.__name__}")
         return verify_rlhf(run_dir, manifest, updates, models_cache)
-    return training_verify.verify(run_dir, updates)
+    return training_verify.verify(run_dir, updates, windowing=(per_window, WINDOW_STEPS))
 
 
 def main(argv=None) -> int:

@@ -16,6 +16,7 @@ the code's numerics changed since the run was trained.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -72,8 +73,10 @@ def first_difference(recorded: pd.DataFrame, here: pd.DataFrame, what: str, key:
     return None
 
 
-def verify(run_dir: Path, updates: int = 3) -> tuple[bool, str]:
-    """(identical, one paragraph saying what was compared and what it found)."""
+def verify(run_dir: Path, updates: int = 3, windowing: tuple | None = None) -> tuple[bool, str]:
+    """(identical, one paragraph saying what was compared and what it found). ``windowing``: (function, steps) by
+    which a published record keeps one update row per that many steps (ppo.pipeline.publish.per_window, a fixed
+    point of its own output); a record kept that way is compared window by window, over ``updates`` windows."""
     manifest = read_manifest(run_dir)
     source = str(run_dir / "manifest.json")
     try:
@@ -81,23 +84,36 @@ def verify(run_dir: Path, updates: int = 3) -> tuple[bool, str]:
     except ValueError as err:
         raise ConfigError(f"{source}: field config_schema: {err}") from None
     config = build_config(settings, source)
+    recorded_updates = pd.read_parquet(run_dir / "updates.parquet")
+    window, window_steps = windowing or (None, 0)
+    # a raw record of iterations shorter than a window is not a fixed point of the windowing: compared row by row
+    windowed = window is not None and window(recorded_updates) is recorded_updates
+    iterations = max(updates, math.ceil(updates * window_steps / (config.num_envs * config.horizon))) if windowed \
+        else updates
     threads = torch.get_num_threads()
     torch.set_num_threads(int(manifest.get("torch_threads") or 1))
     try:
         result = train_group([RunSpec("verify", manifest["task"], config, manifest["seed"])],
-                             log=lambda _: None, max_iterations=updates)[0]
+                             log=lambda _: None, max_iterations=iterations)[0]
     finally:
         torch.set_num_threads(threads)
-    recorded_updates = pd.read_parquet(run_dir / "updates.parquet").iloc[:len(result.updates)].reset_index(drop=True)
+    here_updates, rows = result.updates, f"{len(result.updates)} updates"
+    if windowed and window(here_updates) is not here_updates:
+        here_updates = window(here_updates)
+        if len(here_updates) and here_updates["global_step"].iloc[-1] % window_steps:  # its window goes on
+            here_updates = here_updates.iloc[:-1]
+        rows = (f"{len(result.updates)} updates ({len(here_updates)} rows, as the record keeps one per "
+                f"{window_steps:,} steps)")
+    recorded_updates = recorded_updates.iloc[:len(here_updates)].reset_index(drop=True)
     last_step = int(result.updates["global_step"].iloc[-1]) if len(result.updates) else 0
     recorded_episodes = pd.read_parquet(run_dir / "episodes.parquet")
     recorded_episodes = recorded_episodes[recorded_episodes["global_step"] <= last_step].reset_index(drop=True)
     there = describe(records.recorded_platform(manifest), manifest.get("packages") or {})
     here = describe(records.numerics_platform(), records.package_versions())
-    compared = (f"{len(result.updates)} updates, {last_step:,} steps, {len(result.episodes)} episodes of "
+    compared = (f"{rows}, {last_step:,} steps, {len(result.episodes)} episodes of "
                 f"{manifest['task']} {manifest.get('variant', config.algorithm)} seed {manifest['seed']}")
     difference = (first_difference(recorded_episodes, result.episodes, "episode")
-                  or first_difference(recorded_updates, result.updates, "update"))
+                  or first_difference(recorded_updates, here_updates.reset_index(drop=True), "update"))
     if difference is None:
         return True, f"identical: the first {compared} equal the records bit for bit. Trained on {there}; here {here}."
     return False, (f"differs from {difference}. Compared the first {compared}. Trained on {there}; here {here}: "

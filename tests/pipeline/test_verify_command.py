@@ -1,6 +1,6 @@
-"""./repro verify of an RLHF run (ppo.pipeline.verify): its starting models built again and their measures compared with
-the manifest's, then its first updates and the responses the record keeps, bit for bit; other runs go to
-ppo.training.verify."""
+"""./repro verify (ppo.pipeline.verify): an RLHF run's starting models built again and their measures compared with the
+manifest's, then its first updates and the responses the record keeps, bit for bit; a training run through
+ppo.training.verify, window by window where the dataset keeps one update row per window of steps (an Atari run's)."""
 import json
 import shutil
 
@@ -10,7 +10,7 @@ import pytest
 from ppo.config.run_config import RunConfig
 from ppo.config.settings import PPOSettings
 from ppo.pipeline import rlhf_job, verify
-from ppo.pipeline.publish import rlhf_published
+from ppo.pipeline.publish import as_published, rlhf_published
 from ppo.training import records
 from ppo.training.driver import RunSpec, train_group
 
@@ -89,3 +89,30 @@ def test_an_rlhf_manifest_without_its_seed_is_refused_in_one_line(rlhf_run, tmp_
     assert verify.main([str(copy)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "field seed is missing" in err and str(copy) in err
+
+
+@pytest.fixture(scope="module")
+def published_form_run(tmp_path_factory):
+    """A run of 1,024-step iterations (two per window of the dataset's 2,048 steps) as the dataset keeps it."""
+    out = tmp_path_factory.mktemp("published") / "seed3"
+    cfg = RunConfig(total_steps=6144, horizon=1024, ppo=PPOSettings(epochs=1, minibatch_size=256))
+    train_group([RunSpec("Hopper-v5/clip_0.2/seed3", "Hopper-v5", cfg, 3, out_dir=out)], log=lambda _: None)
+    for name in ("updates.parquet", "timing.parquet"):
+        records.write_parquet(as_published(pd.read_parquet(out / name), name), out / name)
+    assert len(pd.read_parquet(out / "updates.parquet")) == 3
+    return out
+
+
+def test_a_record_kept_one_row_per_window_is_compared_window_by_window(published_form_run):
+    identical, text = verify.verify(published_form_run, updates=2)
+    assert identical, text
+    assert text.startswith("identical: the first 4 updates (2 rows, as the record keeps one per 2,048 steps), 4,096 steps")
+
+
+def test_a_changed_mean_in_a_window_is_found(published_form_run, tmp_path):
+    copy = copy_of(published_form_run, tmp_path)
+    updates = pd.read_parquet(copy / "updates.parquet")
+    updates.loc[1, "value_loss"] += 1e-9
+    records.write_parquet(updates, copy / "updates.parquet")
+    identical, text = verify.verify(copy, updates=2)
+    assert not identical and text.startswith("differs from update 2 (global step 4,096): value_loss recorded")
