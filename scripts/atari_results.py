@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -40,6 +41,7 @@ from ppo.training.driver import resumed_elsewhere  # noqa: E402
 
 PAGE = ROOT / "docs" / "atari-results.md"
 SCALE = "paper"
+CHECKS = "atari_checks"  # experiments/studies/atari_checks.yaml: checks of the disagreements, beside the atari study
 CURVE_BIN = 1_000_000  # agent steps per column of the learning-curve table
 REFERENCES = ROOT / "reference"
 
@@ -231,6 +233,33 @@ def where_section(manifests: pd.DataFrame) -> list[str]:
             "(docs/reproducibility.md).", "", markdown(pd.DataFrame(rows)), ""]
 
 
+def checks_section(published: Path, scores: pd.DataFrame | None) -> list[str]:
+    """The checks study's runs (experiments/studies/atari_checks.yaml) beside the atari study's PPO on the same game
+    and seed: each seed's last-100 score under both, and the mean of each over the seeds it has."""
+    study = load_study(CHECKS, SCALE)
+    title = ["## Checks: where the Atari half disagrees with the paper", "",
+             " ".join(yaml.safe_load(study.path.read_text())["description"].split()), ""]
+    runs_dir = published / CHECKS / SCALE / "runs"
+    if not runs_dir.is_dir() or not any(runs_dir.rglob("manifest.json")):
+        return title + [f"No run of the checks is published yet (0 of {len(study.runs())}: "
+                        "`GRID_NAME=atari-checks scripts/paper_grid.sh start` trains them).", ""]
+    episodes, updates, manifests = load_runs(runs_dir, update_columns=("update", "global_step"))
+    checked = run_scores(episodes, attach_env_protocol(check_runs(manifests)), updates)
+    anchor = scores[scores["variant"] == "atari_ppo"] if scores is not None else checked.iloc[:0]
+    rows = []
+    for (game, variant, label), group in checked.groupby(["game", "variant", "variant_label"], sort=True):
+        paper = anchor[anchor["game"] == game].set_index("seed")["score_last"]
+        ours = group.set_index("seed")["score_last"]
+        for seed in sorted(set(ours.index) | set(paper.index)):
+            rows.append({"game": game, "check": label, "seed": str(seed), "its last-100 score": fmt(ours.get(seed)),
+                         "atari_ppo (the paper's network), same seed": fmt(paper.get(seed))})
+        rows.append({"game": game, "check": label, "seed": "mean of the seeds each has",
+                     "its last-100 score": fmt(float(ours.mean())), "atari_ppo (the paper's network), same seed":
+                     fmt(float(paper.mean())) if len(paper) else ""})
+    return title + [f"{len(checked)} of {len(study.runs())} runs of the checks published; a run at fewer than "
+                    f"{study.total_steps:,} agent steps is not in the dataset.", "", markdown(pd.DataFrame(rows)), ""]
+
+
 def build(published: Path) -> str:
     """The page's markdown from the records under ``published``/atari/paper/runs."""
     head = ["# Atari at the paper's budget: the published runs", "",
@@ -242,13 +271,13 @@ def build(published: Path) -> str:
     got = records(published)
     if got is None:
         return "\n".join(head + [f"No Atari run is published yet (0 of the {len(planned)} runs of "
-                                 "`./repro atari-three`).", ""])
+                                 "`./repro atari-three`).", ""] + checks_section(published, None)).rstrip() + "\n"
     scores, manifests, episodes = got
     rows6 = table6(scores, load_table6(REFERENCES / "ppo2017_table6_atari.csv"))
     lines = verdicts(rows6, scores, load_atari_references(REFERENCES / "atari_reference_scores.csv"))
     body = (progress_section(scores, planned) + table6_section(rows6, lines) + references_section(rows6, scores)
             + runs_section(scores) + curves_section(scores, episodes) + diagnostics_section(scores, manifests, episodes)
-            + where_section(manifests))
+            + where_section(manifests) + checks_section(published, scores))
     return "\n".join(head + body).rstrip() + "\n"
 
 

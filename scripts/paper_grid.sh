@@ -19,6 +19,9 @@
 #       Breakout, BeamRider; ATARI_VARIANTS, default atari_ppo, then atari_ppo,atari_a2c), one run per job, in
 #       ../atari-grid. A run is 3-5 h of one core, longer than a session: `carry` before a session ends, or the
 #       next machine starts it again.
+#   GRID_NAME=atari-checks scripts/paper_grid.sh start|status|publish|watch|stop|carry
+#       the Atari checks (experiments/studies/atari_checks.yaml: Breakout with the Nature CNN, about 9 h of one core
+#       per run), in ../atari-checks, on one core (CORES=1)
 #   GRID_NAME=rlhf scripts/paper_grid.sh start|status|publish|watch|stop
 #       the RLHF study at its full scale (experiments/studies/rlhf.yaml), in ../rlhf-grid, on one core (CORES=1);
 #       publish copies its finished runs into published/rlhf/full (ppo.pipeline.publish --studies rlhf) and writes
@@ -54,12 +57,18 @@ case "${GRID_NAME:-mujoco}" in
     STATUS_SCOPE=(--tasks "${atari_tasks[@]}" --variants "${atari_variants[@]}") RESULTS_PAGE=atari
     # runs with a checkpoint are put first, of the variants trained now only (Snakemake knows no others)
     IFS=, read -r -a trained_variants <<< "${ATARI_VARIANTS:-atari_ppo}"; RESUMABLE_SCOPE=(--variants "${trained_variants[@]}") ;;
+  atari-checks)
+    # The checks of the Atari half (experiments/studies/atari_checks.yaml: Breakout with the Nature CNN, docs/paper-scale.md
+    # "Open: Breakout"), one run per job, on one core by default, in ../atari-checks; a publish writes
+    # docs/atari-results.md again, whose checks section sets these runs beside the atari study's. Carried like Atari's.
+    GRID="${GRID:-$(dirname "$REPO")/atari-checks}"
+    STUDIES=atari_checks GROUP_SIZE=1 SB3_REFERENCE=0 CORES="${CORES:-1}" GRID_CONFIG=() STATUS_SCOPE=() RESULTS_PAGE=atari ;;
   rlhf)
     # The RLHF study at its full scale (issue 32: 300 runs of about a minute, ~5.7 core-hours; no checkpoints,
     # a stopped session loses the runs in progress only), on one core beside the Atari grid by default
     GRID="${GRID:-$(dirname "$REPO")/rlhf-grid}"
     STUDIES=rlhf SCALE=full SB3_REFERENCE=0 CORES="${CORES:-1}" GRID_CONFIG=() STATUS_SCOPE=() CHECKPOINTS=0 RESULTS_PAGE=rlhf ;;
-  *) echo "paper_grid: GRID_NAME is mujoco (default), atari or rlhf, not ${GRID_NAME}" >&2; exit 1 ;;
+  *) echo "paper_grid: GRID_NAME is mujoco (default), atari, atari-checks or rlhf, not ${GRID_NAME}" >&2; exit 1 ;;
 esac
 # Groups of 11 runs of a task: 1.7-2.6x the steps/s per core of groups of 3 on HalfCheetah, Reacher,
 # InvertedPendulum and Swimmer (benchmarks/throughput.py --groups 3 11, 2026-11-24: the batched update

@@ -1,6 +1,7 @@
 """docs/atari-results.md is written from the published Atari records (scripts/atari_results.py), never by hand:
 the committed page is what the script writes from published/ now, and a partial or empty dataset says so."""
 import importlib.util
+import json
 import shutil
 from pathlib import Path
 
@@ -48,3 +49,28 @@ def test_a_partial_dataset_says_what_it_holds(tmp_path):
     assert any(f"| {first:,.1f} |" in line for line in curve_rows)
     header = next(line for line in text.splitlines() if line.startswith("| game | algorithm | seed | 1M"))
     assert header.rstrip(" |").endswith("10M")  # the budget in millions of agent steps, the last batch's overshoot in it
+
+
+@pytest.mark.skipif(not any("Breakout" in str(p) for p in published_run_dirs()), reason="no Breakout run is published")
+def test_a_check_run_is_set_beside_the_atari_studys_run_of_its_seed(tmp_path):
+    """The checks section (experiments/studies/atari_checks.yaml): each check run's last-100 score beside atari_ppo's
+    on the same game and seed. Here the check's records are a copy of the published Breakout PPO run, relabelled."""
+    run = next(p for p in published_run_dirs() if "Breakout" in str(p) and p.parent.name == "atari_ppo")
+    shutil.copytree(run, tmp_path / run.relative_to(ROOT))
+    check = tmp_path / "published/atari_checks/paper/runs/ALE/Breakout-v5/atari_ppo_nature_cnn" / run.name
+    shutil.copytree(run, check)
+    manifest = json.loads((check / "manifest.json").read_text())
+    manifest.update(study="atari_checks", variant="atari_ppo_nature_cnn", variant_label="PPO, Nature CNN",
+                    run_id=f"ALE/Breakout-v5/atari_ppo_nature_cnn/{run.name}")
+    (check / "manifest.json").write_text(json.dumps(manifest))
+    text = atari_results.build(tmp_path / "published")
+    section = text[text.index("## Checks"):]
+    assert "1 of 3 runs of the checks published" in section
+    score = pd.read_parquet(run / "episodes.parquet")["episode_return"].iloc[-100:].mean()
+    seed = run.name.removeprefix("seed")
+    assert f"| Breakout | PPO, Nature CNN | {seed} | {score:,.1f} | {score:,.1f} |" in section
+
+
+def test_without_check_runs_the_section_says_how_to_train_them(tmp_path):
+    text = atari_results.build(tmp_path)
+    assert "No run of the checks is published yet (0 of 3: `GRID_NAME=atari-checks scripts/paper_grid.sh start`" in text
