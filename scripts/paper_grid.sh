@@ -204,7 +204,9 @@ case "${1:-status}" in
     ;;
   carry)
     [ "${CHECKPOINTS:-1}" = 0 ] && { echo "paper_grid: $GRID_NAME runs have no checkpoints: nothing to carry"; exit 0; }
-    (cd "$REPO" && .venv/bin/python -m ppo.pipeline.carry save --from "$GRID" --studies $(published_studies) --commit)
+    # the checkpoints of the variants trained now (RESUMABLE_SCOPE): others started elsewhere stay uncommitted
+    (cd "$REPO" && .venv/bin/python -m ppo.pipeline.carry save --from "$GRID" --studies $(published_studies) \
+      ${RESUMABLE_SCOPE[@]+"${RESUMABLE_SCOPE[@]}"} --commit)
     ;;
   *)
     die "usage: scripts/paper_grid.sh start [REV] | status | publish [--from DIR] | watch [MIN] | stop [grid] | carry"

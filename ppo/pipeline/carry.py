@@ -74,17 +74,25 @@ def copy_newer(source: dict[Path, Path], target_root: Path, done: list[Path]) ->
     return copied
 
 
-def save(grid: Path, state: Path = STATE, studies: list[str] | None = None) -> list[str]:
+def of_variants(path: Path, variants: list[str] | None) -> bool:
+    """Whether a group checkpoint holds a run of ``variants`` (None: any)."""
+    return variants is None or any(Path(run).parent.name in variants for run in progress(path)[1])
+
+
+def save(grid: Path, state: Path = STATE, studies: list[str] | None = None,
+         variants: list[str] | None = None) -> list[str]:
     """``studies``: the grid's; the other grids' committed checkpoints are left alone (the Atari grid's while the
-    MuJoCo grid saves)."""
+    MuJoCo grid saves). ``variants``: the ones the grid trains now; another variant's checkpoints (the Atari grid's A2C
+    runs started elsewhere while it trains PPO) are neither committed nor removed."""
     results = grid / "results"
     if not results.is_dir():
         raise FileNotFoundError(f"{results}: no grid here (scripts/paper_grid.sh start makes one)")
     done = [results, PUBLISHED]
-    running = {r: p for r, p in checkpoints(results, studies).items() if not finished(r, progress(p)[1], done)}
+    running = {r: p for r, p in checkpoints(results, studies).items()
+               if of_variants(p, variants) and not finished(r, progress(p)[1], done)}
     changes = copy_newer(running, state, done)
     for relative, path in checkpoints(state, studies).items():
-        if relative not in running:
+        if relative not in running and of_variants(path, variants):
             path.unlink()
             changes.append(f"{relative}: removed (its group finished)")
     return changes
@@ -167,6 +175,8 @@ def main(argv=None) -> int:
     for command in (s, r):
         command.add_argument("--studies", nargs="+", default=None, metavar="STUDY",
                              help="only these studies' checkpoints (the grid's; default: all)")
+    s.add_argument("--variants", nargs="+", default=None, metavar="VARIANT",
+                   help="only these variants' checkpoints (the ones the grid trains now; default: all)")
     q = sub.add_parser("resumable", help="print the manifests of unfinished runs with a checkpoint, furthest first")
     q.add_argument("--from", dest="grid", type=Path, required=True, help="the grid's clone (holds results/)")
     q.add_argument("--variants", nargs="+", default=None, metavar="VARIANT",
@@ -182,7 +192,8 @@ def main(argv=None) -> int:
             print(manifest)
         return 0
     try:
-        changes = (save if args.command == "save" else restore)(args.grid, studies=args.studies)
+        changes = (save(args.grid, studies=args.studies, variants=args.variants) if args.command == "save"
+                   else restore(args.grid, studies=args.studies))
     except OSError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -106,3 +106,18 @@ def test_resumable_puts_the_largest_share_of_budget_first_of_the_grids_variants(
     assert carry.resumable(tmp_path) == [Path(manifest("atari_ppo/seed1")), Path(manifest("atari_a2c/seed0"))]
     # a run of a variant the grid does not train is not asked for (Snakemake would fail: no rule makes it)
     assert carry.resumable(tmp_path, ["atari_ppo"]) == [Path(manifest("atari_ppo/seed1"))]
+
+
+def test_save_carries_the_variants_trained_now_and_leaves_the_others(tmp_path):
+    grid, state = tmp_path / "grid", tmp_path / "grid-state"
+    checkpoints = grid / "results/atari/paper/checkpoints"
+    fake_checkpoint(checkpoints / "a2c.pt", "ALE/Pong-v5/atari_a2c/seed0", 20_000, 8, 5, 2_000_000)
+    fake_checkpoint(checkpoints / "ppo.pt", "ALE/Pong-v5/atari_ppo/seed1", 1_172, 8, 128, 2_000_000)
+    # an A2C checkpoint committed earlier, of a run this grid no longer has: not the PPO grid's to remove
+    fake_checkpoint(state / "atari/paper/checkpoints/old_a2c.pt", "ALE/Breakout-v5/atari_a2c/seed1", 10, 8, 5, 2_000_000)
+    changes = carry.save(grid, state, variants=["atari_ppo"])
+    assert [c.split(" (")[0] for c in changes] == ["atari/paper/checkpoints/ppo.pt"]
+    assert sorted(p.name for p in (state / "atari/paper/checkpoints").iterdir()) == ["old_a2c.pt", "ppo.pt"]
+    # without a scope every unfinished checkpoint is the grid's: the A2C one is carried, the stale one removed
+    changes = carry.save(grid, state)
+    assert sorted(p.name for p in (state / "atari/paper/checkpoints").iterdir()) == ["a2c.pt", "ppo.pt"]
