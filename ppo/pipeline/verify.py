@@ -14,7 +14,6 @@ study's ``results/rlhf/<scale>/models``): quicker, but then the models are not r
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -54,8 +53,10 @@ def verify_rlhf(run_dir: Path, manifest: dict, updates: int, models_cache: Path 
         torch.set_num_threads(threads)
     recorded_models = models_measures(manifest.get("models") or {})
     here_models = models_measures(models.info)
-    difference = next((f"the starting models: {name} recorded {recorded_models.get(name)!r}, here {plain(value)!r}"
-                       for name, value in here_models.items() if recorded_models.get(name) != plain(value)), None)
+    difference = next((f"the starting models: {name} recorded {recorded_models.get(name)!r}, here "
+                       f"{plain(here_models[name]) if name in here_models else None!r}"
+                       for name in sorted(set(recorded_models) | set(here_models))
+                       if name not in here_models or recorded_models.get(name) != plain(here_models[name])), None)
     # best-of-n evaluates the SFT policy, one row per n, in full; a trained run's first updates
     key = "update" if "update" in result.updates.columns else "n"
     recorded = pd.read_parquet(run_dir / "updates.parquet").iloc[:len(result.updates)].reset_index(drop=True)
@@ -79,15 +80,8 @@ def verify_rlhf(run_dir: Path, manifest: dict, updates: int, models_cache: Path 
 
 
 def verify(run_dir: Path, updates: int = 3, models_cache: Path | None = None) -> tuple[bool, str]:
-    path = run_dir / "manifest.json"
-    try:
-        manifest = json.loads(path.read_text()) if path.is_file() else None
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        manifest = None  # training_verify.read_manifest says what is wrong with it
-    if isinstance(manifest, dict) and "models_key" in manifest:
-        for field, kind in (("config", dict), ("seed", int)):
-            if not isinstance(manifest.get(field), kind) or isinstance(manifest.get(field), bool):
-                raise ConfigError(f"{path}: field {field} is missing or not a {kind.__name__}")
+    manifest = training_verify.read_manifest(run_dir)  # or ConfigError, one line naming the file and the field
+    if "models_key" in manifest:
         return verify_rlhf(run_dir, manifest, updates, models_cache)
     return training_verify.verify(run_dir, updates, windowing=(per_window, WINDOW_STEPS))
 
