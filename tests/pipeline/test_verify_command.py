@@ -31,6 +31,15 @@ def copy_of(run, tmp_path):
     return tmp_path / "copy"
 
 
+def with_one_update_changed(run, tmp_path, column, by):
+    """A copy of the run whose second update row has ``column`` moved by ``by`` (a last bit, as another processor)."""
+    copy = copy_of(run, tmp_path)
+    updates = pd.read_parquet(copy / "updates.parquet")
+    updates.loc[1, column] += by
+    records.write_parquet(updates, copy / "updates.parquet")
+    return copy
+
+
 def test_an_rlhf_run_is_rebuilt_and_identical(rlhf_run):
     identical, text = verify.verify(rlhf_run, updates=2)
     assert identical, text
@@ -50,11 +59,7 @@ def test_a_published_run_keeps_some_responses_and_those_are_compared(rlhf_run, t
 
 
 def test_a_changed_float_is_found_at_its_update(rlhf_run, tmp_path):
-    copy = copy_of(rlhf_run, tmp_path)
-    updates = pd.read_parquet(copy / "updates.parquet")
-    updates.loc[1, "gold_reward"] += 1e-12
-    records.write_parquet(updates, copy / "updates.parquet")
-    identical, text = verify.verify(copy, updates=2)
+    identical, text = verify.verify(with_one_update_changed(rlhf_run, tmp_path, "gold_reward", 1e-12), updates=2)
     assert not identical and text.startswith("differs in update row 2 (update 1): gold_reward recorded")
     assert "the code's numerics changed" in text  # the same platform and packages
 
@@ -106,13 +111,11 @@ def published_form_run(tmp_path_factory):
 def test_a_record_kept_one_row_per_window_is_compared_window_by_window(published_form_run):
     identical, text = verify.verify(published_form_run, updates=2)
     assert identical, text
-    assert text.startswith("identical: the first 4 updates (2 rows, as the record keeps one per 2,048 steps), 4,096 steps")
+    assert text.startswith("identical: the first 4 updates (2 rows, as the record keeps one per 2,048 steps), "
+                           "4,096 steps")
 
 
 def test_a_changed_mean_in_a_window_is_found(published_form_run, tmp_path):
-    copy = copy_of(published_form_run, tmp_path)
-    updates = pd.read_parquet(copy / "updates.parquet")
-    updates.loc[1, "value_loss"] += 1e-9
-    records.write_parquet(updates, copy / "updates.parquet")
-    identical, text = verify.verify(copy, updates=2)
+    changed = with_one_update_changed(published_form_run, tmp_path, "value_loss", 1e-9)
+    identical, text = verify.verify(changed, updates=2)
     assert not identical and text.startswith("differs from update 2 (global step 4,096): value_loss recorded")
