@@ -74,9 +74,14 @@ def copy_newer(source: dict[Path, Path], target_root: Path, done: list[Path]) ->
     return copied
 
 
+def in_variants(run: str, variants: list[str] | None) -> bool:
+    """Whether a run id (<task>/<variant>/seed<k>) is of ``variants`` (None: any)."""
+    return variants is None or Path(run).parent.name in variants
+
+
 def of_variants(path: Path, variants: list[str] | None) -> bool:
     """Whether a group checkpoint holds a run of ``variants`` (None: any)."""
-    return variants is None or any(Path(run).parent.name in variants for run in progress(path)[1])
+    return variants is None or any(in_variants(run, variants) for run in progress(path)[1])
 
 
 def save(grid: Path, state: Path = STATE, studies: list[str] | None = None,
@@ -123,7 +128,7 @@ def resumable(grid: Path, variants: list[str] | None = None) -> list[Path]:
     found = []
     for relative, path in checkpoints(results).items():
         at, runs = progress(path)
-        runs = [run for run in runs if variants is None or Path(run).parent.name in variants]
+        runs = [run for run in runs if in_variants(run, variants)]
         if at > 0 and runs and not finished(relative, runs, done):
             study_scale = relative.parent.parent
             share = budget_fraction(path)
