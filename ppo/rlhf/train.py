@@ -300,9 +300,7 @@ def train(cfg: RLHFConfig, seed: int, models: Models | None = None, log=None, un
     if held.every:
         prompt_seed, held_out_sampling = held_out_seeds(seed)
         held_out_prompts = lang.sample_prompts(held.prompts, torch.Generator().manual_seed(prompt_seed))
-    for update in range(cfg.updates + 1):
-        if until is not None and update == until:
-            break
+    for update in range(cfg.updates + 1 if until is None else min(until, cfg.updates + 1)):
         held_out, held_seconds = {}, {}
         if held.every and (update % held.every == 0 or update == cfg.updates):
             t = time.perf_counter()
