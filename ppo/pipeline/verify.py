@@ -76,7 +76,7 @@ def verify_rlhf(run_dir: Path, manifest: dict, updates: int, models_cache: Path 
     if difference is None:
         return True, f"identical: {compared} equal the records bit for bit. Trained on {there}; here {here}."
     return False, (f"differs in {difference}. Compared {compared}. Trained on {there}; here {here}: "
-                   f"{what_a_difference_means(manifest, there, here)}.")
+                   f"{what_a_difference_means(manifest)}.")
 
 
 def verify(run_dir: Path, updates: int = 3, models_cache: Path | None = None) -> tuple[bool, str]:

@@ -117,12 +117,20 @@ def verify(run_dir: Path, updates: int = 3, windowing: tuple | None = None) -> t
     if difference is None:
         return True, f"identical: the first {compared} equal the records bit for bit. Trained on {there}; here {here}."
     return False, (f"differs from {difference}. Compared the first {compared}. Trained on {there}; here {here}: "
-                   f"{what_a_difference_means(manifest, there, here)}.")
+                   f"{what_a_difference_means(manifest)}.")
 
 
-def what_a_difference_means(manifest: dict, there: str, here: str) -> str:
+def numerics_of(platform: dict, packages: dict) -> tuple:
+    """What a run's bits depend on besides code and seeds: the platform's key and the numeric packages (not the
+    processor's name: two models with one key compute the same bits, records.numerics_platform)."""
+    return platform.get("key"), tuple(packages.get(name) for name in NUMERIC_PACKAGES)
+
+
+def what_a_difference_means(manifest: dict) -> str:
     """A difference on the same platform and packages is a change of the code's numerics; elsewhere, a draw."""
-    if there == here and not records.recorded_platform(manifest).get("inferred"):
+    recorded = records.recorded_platform(manifest)
+    if (not recorded.get("inferred") and numerics_of(recorded, manifest.get("packages") or {})
+            == numerics_of(records.numerics_platform(), records.package_versions())):
         return "the same platform and packages: the code's numerics changed since this run was trained"
     return ("another platform or other packages: the runs are statistically equivalent, not identical "
             "(docs/reproducibility.md)")
