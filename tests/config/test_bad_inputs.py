@@ -35,6 +35,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
+from project_copy import copy_project
 
 import ppo.pipeline.job
 from ppo.config.errors import ConfigError
@@ -44,7 +45,6 @@ from ppo.pipeline.study import load_study
 from ppo.training.driver import load_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
-PROJECT_DIRS = ("workflow", "config", "experiments", "reference", "profiles", "ppo", "analysis")
 VARIANT = "label: x\npreset: ppo_mujoco_paper\n"
 SHORT = r"^.{1,500}$"  # the whole one-line message (source included): a long value is quoted short
 RUNS = "results/table1/smoke/runs"
@@ -718,9 +718,7 @@ def assert_nothing_lost(before: dict[Path, bytes], after: dict[Path, bytes]) -> 
 
 @pytest.fixture
 def project(tmp_path):
-    for name in PROJECT_DIRS:
-        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
-    return tmp_path
+    return copy_project(tmp_path)
 
 
 @pytest.mark.parametrize("case", [

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from project_copy import copy_project
 
 from ppo.pipeline import rlhf_job
 from ppo.pipeline.publish import (RLHF_SAMPLES_EVERY, RLHF_SAMPLES_KEPT, publish, rlhf_peaks, rlhf_published, status,
@@ -198,9 +199,7 @@ def test_the_committed_page_is_the_published_records_page():
 def test_the_pipeline_copies_published_rlhf_runs_and_trains_only_the_others(grid, published, tmp_path):
     """snakemake --config 'studies=[rlhf]' in a clone whose published/ holds the scale's runs: one copy job, no
     model build, no training, the report built; a run missing from published/ is trained (with its models)."""
-    clone = tmp_path / "clone"
-    for name in ("workflow", "config", "experiments", "reference", "profiles", "ppo", "analysis"):
-        shutil.copytree(ROOT / name, clone / name, ignore=shutil.ignore_patterns("__pycache__"))
+    clone = copy_project(tmp_path / "clone")
     shutil.copytree(published, clone / "published")
     _, study = grid
     config = ["--config", "studies=[rlhf]", "scale=smoke", f"seeds={SEEDS}"]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from project_copy import copy_project
 
 from ppo.config.errors import ConfigError
 from ppo.pipeline import rlhf_job as rlhf_run
@@ -131,10 +132,7 @@ def test_a_study_run_with_pipeline_seeds_equals_the_run_started_by_hand(tmp_path
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
-    dest = tmp_path_factory.mktemp("project")
-    for name in ("workflow", "config", "experiments", "reference", "profiles", "ppo", "analysis"):
-        shutil.copytree(ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
-    return dest
+    return copy_project(tmp_path_factory.mktemp("project"))
 
 
 REPORT = "results/rlhf/smoke/report"

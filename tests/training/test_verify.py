@@ -7,7 +7,6 @@ import pytest
 
 from ppo.config.run_config import RunConfig
 from ppo.config.settings import PPOSettings
-from ppo.pipeline import verify as command
 from ppo.training import records, verify
 from ppo.training.driver import RunSpec, resumed_elsewhere, train_group
 

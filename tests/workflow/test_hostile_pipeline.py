@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from project_copy import copy_project
 
 ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("clear_stale_lock", ROOT / "scripts/clear_stale_lock.py")
@@ -41,9 +41,7 @@ def test_every_shell_command_quotes_what_it_interpolates():
 
 @pytest.fixture
 def project(tmp_path):
-    for name in ("workflow", "config", "experiments", "reference", "profiles", "ppo", "analysis"):
-        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
-    return tmp_path
+    return copy_project(tmp_path)
 
 
 def test_nested_config_values_from_the_command_line_are_accepted(project):

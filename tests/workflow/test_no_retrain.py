@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from project_copy import PROJECT_FILES, copy_project
 from killing import sigkill_after_first_checkpoint
 
 pytestmark = pytest.mark.integration  # runs Snakemake: about 2 minutes on 2 busy cores
@@ -16,7 +17,6 @@ pytestmark = pytest.mark.integration  # runs Snakemake: about 2 minutes on 2 bus
 ROOT = Path(__file__).resolve().parents[2]
 # The last revision whose training job re-resolved the study and parsed its output paths (--digests).
 BEFORE_PLANS = "b44fcc15a9045435c2155595e3ed36b991b30663"
-CODE = ("workflow", "config", "experiments", "reference", "profiles", "ppo", "analysis")
 GRID_FLAGS = ["--rerun-triggers", "mtime", "params", "input", "software-env", "--rerun-incomplete"]  # paper_grid.sh's
 CONFIG = ["--config", "scale=smoke", "studies=[table1]", "tasks=[InvertedPendulum-v5]"]
 RUNS = "results/table1/smoke/runs/InvertedPendulum-v5"
@@ -30,13 +30,12 @@ def snakemake(project, *args, timeout=600):
 
 def checkout(rev, dest):
     """The project's code at ``rev`` (``None``: the working tree) in ``dest``, whose results stay."""
-    for name in CODE:
+    for name in PROJECT_FILES:
         shutil.rmtree(dest / name, ignore_errors=True)
     if rev is None:
-        for name in CODE:
-            shutil.copytree(ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+        copy_project(dest)
         return
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, *CODE], capture_output=True, check=True).stdout
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, *PROJECT_FILES], capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
 
 

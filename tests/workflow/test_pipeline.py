@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from project_copy import SMOKE_CONFIG
 
 pytestmark = pytest.mark.integration  # runs Snakemake, SLURM or a shell command: minutes
 
@@ -14,16 +15,13 @@ ROOT = Path(__file__).resolve().parents[2]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 
 
-# The MuJoCo and Atari studies (the default, studies=[classic], is tested in tests/envs/test_classic_control.py)
-STUDIES = "studies=[table1,figure3,atari]"
+STUDIES = SMOKE_CONFIG[-1]
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory):
-    dest = tmp_path_factory.mktemp("project")
-    for name in ("workflow", "config", "experiments", "reference", "profiles", "ppo", "analysis"):
-        shutil.copytree(ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
-    return dest
+def project(smoke_pipeline, tmp_path_factory):
+    """A copy of the session's finished smoke pipeline: this module's tests change their project."""
+    return smoke_pipeline.copy(tmp_path_factory.mktemp("pipeline") / "project")
 
 
 def snakemake(project, *args):
@@ -31,9 +29,8 @@ def snakemake(project, *args):
                           cwd=project, capture_output=True, text=True, timeout=900)
 
 
-def test_smoke_pipeline_produces_the_report(project):
-    done = snakemake(project)
-    assert done.returncode == 0, done.stderr[-3000:]
+def test_smoke_pipeline_produces_the_report(smoke_pipeline, project):
+    assert smoke_pipeline.run.returncode == 0, smoke_pipeline.run.stderr[-3000:]
     report = project / "results/table1/smoke/report"
     table = pd.read_csv(report / "table1.csv")
     assert len(table) == 11 and table["published"].notna().all()

@@ -1,6 +1,6 @@
 """The HTML report in a real browser: every figure and table renders, offline, with no network request.
 
-Builds the smoke pipeline in a copy of the project, renders ``snakemake --report report.html`` and opens it
+Reads the session's smoke pipeline (tests/workflow/conftest.py: the pipeline in a copy of the project, then ``snakemake --report report.html``), opens the report
 in headless Chromium (Debian package ``chromium``), driven over the DevTools protocol by
 ``scripts/screenshot_report.py``. The browser has no route out: host names do not resolve and the page's
 browser context has a local recording listener as its only proxy, so a report that needed the network
@@ -10,7 +10,6 @@ import csv
 import importlib.util
 import json
 import os
-import shutil
 import struct
 import subprocess
 import sys
@@ -42,16 +41,10 @@ table_html = _load("table_html", ROOT / "workflow/scripts/table_html.py")
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory):
-    dest = tmp_path_factory.mktemp("report_project")
-    for name in ("workflow", "config", "experiments", "reference", "profiles", "ppo", "analysis"):
-        shutil.copytree(ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
-    for args in (["--cores", "1"], ["--report", "report.html"]):
-        done = subprocess.run([sys.executable, "-m", "snakemake", *args, "--config", "scale=smoke",
-                               "studies=[table1,figure3,atari]"], cwd=dest,
-                              capture_output=True, text=True, timeout=900)
-        assert done.returncode == 0, done.stderr[-3000:]
-    return dest
+def project(smoke_pipeline):
+    """The session's smoke pipeline and its report.html (read only here)."""
+    assert smoke_pipeline.run.returncode == 0, smoke_pipeline.run.stderr[-3000:]
+    return smoke_pipeline.project
 
 
 @pytest.fixture(scope="module")

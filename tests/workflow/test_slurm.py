@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from project_copy import copy_project
 
 from ppo.pipeline.study import load_study
 
@@ -73,10 +74,7 @@ def cluster():
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
-    dest = tmp_path_factory.mktemp("project")
-    for name in ("workflow", "config", "experiments", "reference", "profiles", "ppo", "analysis"):
-        shutil.copytree(ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
-    return dest
+    return copy_project(tmp_path_factory.mktemp("project"))
 
 
 def slurm(env, *args) -> str:
