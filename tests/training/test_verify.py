@@ -7,6 +7,7 @@ import pytest
 
 from ppo.config.run_config import RunConfig
 from ppo.config.settings import PPOSettings
+from ppo.pipeline import verify as command
 from ppo.training import records, verify
 from ppo.training.driver import RunSpec, resumed_elsewhere, train_group
 
@@ -72,6 +73,34 @@ def test_another_processor_model_with_the_same_numerics_key_is_the_same_platform
     copy, _ = changed_copy(finished_run, tmp_path / "copy", row=0, platform={"model_name": "another model"})
     identical, text = verify.verify(copy, updates=1)
     assert not identical and "the code's numerics changed" in text
+
+
+def test_a_manifest_from_before_platforms_were_recorded_names_the_processor():
+    platform = records.recorded_platform({"host": {"cpu": "Intel(R) Xeon(R) Processor"}})
+    assert platform["key"] == "GenuineIntel-?-?" and platform["inferred"]
+    assert records.recorded_platform({"host": {"cpu": "AMD EPYC"}})["vendor"] == "AuthenticAMD"
+
+
+@pytest.mark.parametrize("content, says", [
+    (None, "no manifest here"),
+    ("{not json", "not a readable manifest"),
+    ("[]", "a manifest is a JSON object"),
+    ('{"config": {}, "task": "Hopper-v5"}', "field seed is missing"),
+])
+def test_an_unreadable_run_is_refused_in_one_line(tmp_path, capsys, content, says):
+    if content is not None:
+        (tmp_path / "manifest.json").write_text(content)
+    assert command.main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and says in err and str(tmp_path) in err
+
+
+def test_the_manifest_records_where_each_part_trained(finished_run):
+    manifest = json.loads((finished_run / "manifest.json").read_text())
+    assert manifest["platform"] == records.numerics_platform()
+    [part] = manifest["training_parts"]
+    assert part["platform"] == manifest["platform"]["key"] and part["from_step"] == 0
+    assert manifest["resumed_on_another_platform"] is False
 
 
 def test_a_run_resumed_on_another_platform_says_so():
