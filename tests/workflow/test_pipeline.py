@@ -15,8 +15,6 @@ ROOT = Path(__file__).resolve().parents[2]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 
 
-STUDIES = SMOKE_CONFIG[-1]
-
 
 @pytest.fixture(scope="module")
 def project(smoke_pipeline, tmp_path_factory):
@@ -25,7 +23,7 @@ def project(smoke_pipeline, tmp_path_factory):
 
 
 def snakemake(project, *args):
-    return subprocess.run([*SNAKEMAKE, "--cores", "2", "--config", "scale=smoke", STUDIES, *args],
+    return subprocess.run([*SNAKEMAKE, "--cores", "2", *SMOKE_CONFIG, *args],
                           cwd=project, capture_output=True, text=True, timeout=900)
 
 
@@ -51,7 +49,7 @@ def test_smoke_pipeline_produces_the_report(smoke_pipeline, project):
     assert copied_log.count("copied ") == 2  # and InvertedPendulum's
     assert not list((project / "logs/figure3/smoke").glob("train_*-ppo-*.log"))
     # Nothing left to do on a second invocation.
-    again = subprocess.run([*SNAKEMAKE, "-n", "--config", "scale=smoke", STUDIES], cwd=project, capture_output=True, text=True)
+    again = subprocess.run([*SNAKEMAKE, "-n", *SMOKE_CONFIG], cwd=project, capture_output=True, text=True)
     assert "Nothing to be done" in again.stdout + again.stderr
 
 
@@ -74,7 +72,7 @@ def test_bad_experiment_file_stops_the_plan_and_keeps_results(project):
 def planned_training(project, *config):
     """Run directories the dry-run would train, read from the plans (ppo.pipeline.plan) its
     `python -m ppo.pipeline.job --plan` shell commands give the jobs."""
-    plan = subprocess.run([*SNAKEMAKE, "-n", "-p", "--config", "scale=smoke", STUDIES, *config], cwd=project,
+    plan = subprocess.run([*SNAKEMAKE, "-n", "-p", *SMOKE_CONFIG, *config], cwd=project,
                           capture_output=True, text=True)
     assert plan.returncode == 0, plan.stdout[-2000:] + plan.stderr[-2000:]
     dirs = set()

@@ -2,9 +2,9 @@
 
 Reads the session's smoke pipeline (tests/workflow/conftest.py: the pipeline in a copy of the project, then
 ``snakemake --report report.html``) and opens its report in headless Chromium (Debian package ``chromium``),
-driven over the DevTools protocol by ``scripts/screenshot_report.py``. The browser has no route out: host names do not resolve and the page's
-browser context has a local recording listener as its only proxy, so a report that needed the network
-would both fail to render and show up in the recorded connections and DevTools network events.
+driven over the DevTools protocol by ``scripts/screenshot_report.py``. The browser has no route out: host names do
+not resolve and the page's browser context has a local recording listener as its only proxy, so a report that
+needed the network would both fail to render and show up in the recorded connections and DevTools network events.
 """
 import csv
 import importlib.util
