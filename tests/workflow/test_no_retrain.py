@@ -86,7 +86,7 @@ def test_finished_runs_are_not_retrained_and_a_checkpointed_group_resumes(tmp_pa
     resumed = snakemake(project, f"{RUNS}/clip_0.3/seed0/manifest.json", *CONFIG)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert plan_file.stat().st_mtime_ns == mtime  # planned again with the same content: not rewritten
-    log = (project / "logs/table1/smoke/train_InvertedPendulum-ppo-0.log").read_text()
+    log = (project / f"logs/table1/smoke/{plan_file.stem}.log").read_text()  # named like its plan: these runs
     assert f"resumed from {checkpoints[0].relative_to(project)} at iteration 2" in log, log
     assert not checkpoints[0].exists()  # deleted once every record is written
     # Afterwards nothing is left to train, and the finished runs were never touched.

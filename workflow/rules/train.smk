@@ -16,10 +16,10 @@ for _study, _group in GROUPS:
             run_outputs(_study, _group.runs),
         params:
             checkpoint_every=config["checkpoint_every"],
-        log:
-            f"{log_dir(_study)}/train_{_group.group_id}.log",
+        log:  # named like the plan (its key names the runs): a group's index changes as runs finish
+            f"{log_dir(_study)}/{Path(TRAIN_PLANS[(_study.name, _group.group_id)]).stem}.log",
         benchmark:
-            f"{benchmarks_dir(_study)}/train_{_group.group_id}.tsv"
+            f"{benchmarks_dir(_study)}/{Path(TRAIN_PLANS[(_study.name, _group.group_id)]).stem}.tsv"
         threads: config["torch_threads"]
         priority: int(expected_seconds(_study, _group))  # longest first: balances the cores
         resources:
