@@ -184,12 +184,15 @@ case "${1:-status}" in
   watch)
     # Finished runs are committed as they come, so that none depends on this machine being kept; a
     # publish that finds the repository busy (another git command) is tried again next time.
-    while running || sb3_running; do
+    # One publish after the grid has stopped, too: the runs that finished after the last one in the loop.
+    while true; do
+      was_running=0; { running || sb3_running; } && was_running=1
       # the whole output read before its first line is shown: a pipe closed early (head -1) could kill the
       # commit that follows the first line
       out="$(publish_and_commit --studies $(published_studies) --from "$GRID" --sb3 "$GRID/results/sb3_reference" \
              ${SEEDS:+--seeds "$SEEDS"} 2>&1)" || true
       echo "${out%%$'\n'*}"
+      [ "$was_running" = 1 ] || break
       sleep "$(( ${2:-10} * 60 ))"
     done
     ;;
