@@ -567,13 +567,17 @@ def diagnostics_table(records: pd.DataFrame, manifests: pd.DataFrame) -> pd.Data
 
 def reward_model_table(manifests: pd.DataFrame) -> pd.DataFrame:
     """Per reward-model setting: the held-out accuracy of the reward models its runs started from
-    (REWARD_MODEL_NOTE). A model is its models_key (and its measures, for manifests without one)."""
+    (REWARD_MODEL_NOTE). A model is its models_key (its measures, for manifests without one): the same model built
+    again on another processor can differ in the last bits of a measure (the correlation's float sums), and it is
+    still one model, its measures averaged, not a second sample."""
     columns = ["reward_model", "n_models", "seeds", "n_settings",
                *[f"{c}{s}" for c in RM_COLUMNS for s in ("", "_ci_low", "_ci_high")]]
     known = manifests[manifests["reward_model"] != ""]
     rows = []
     for setting, part in known.groupby("reward_model", sort=False):
-        models = part.drop_duplicates(["models_key", *RM_COLUMNS])
+        keyed = part["models_key"].fillna("").astype(str) != ""
+        models = pd.concat([part[keyed].groupby("models_key", sort=False)[list(RM_COLUMNS)].mean(),
+                            part[~keyed].drop_duplicates(list(RM_COLUMNS))[list(RM_COLUMNS)]])
         row = {"reward_model": setting, "n_models": len(models),
                "seeds": ", ".join(map(str, sorted(part["seed"].unique()))), "n_settings": part["cell"].nunique()}
         for column in RM_COLUMNS:

@@ -226,5 +226,10 @@ def test_the_hacking_on_the_page(tmp_path):
     assert rm["n_models"] == 3 and rm["seeds"] == "0, 1, 2" and rm["reward_model"].startswith("4000 pairs")
     assert rm["rm_accuracy_gold"] == pytest.approx(0.82)
     assert rm["rm_accuracy_gold_ci_high"] - rm["rm_accuracy_gold"] == pytest.approx(4.302653 * 0.02 / math.sqrt(3), rel=1e-5)
+    # seed 0's model built again on another processor: its correlation differs in the last bits; still 3 models
+    rebuilt = manifests[manifests["seed"] == 0].iloc[[0]].assign(rm_gold_correlation=lambda m: m["rm_gold_correlation"] + 6e-8)
+    again = rlhf.reward_model_table(pd.concat([manifests, rebuilt], ignore_index=True)).iloc[0]
+    assert again["n_models"] == 3 and again["rm_accuracy_gold"] == pytest.approx(0.82)
+    assert again["rm_accuracy_gold_ci_high"] == pytest.approx(rm["rm_accuracy_gold_ci_high"])
     path = rlhf.plot_diagnostics(records, manifests, tmp_path / "diag.png", "test")
     assert path.stat().st_size > 0
