@@ -24,9 +24,10 @@ case "${1:-}" in
   add)
     [ $# = 5 ] || usage
     name="$2" rev="$(git rev-parse --verify "$3^{commit}")" workers="$4" jobs="$5"
-    grep -qx "/$batches/" .git/info/exclude 2>/dev/null || echo "/$batches/" >> .git/info/exclude
+    exclude="$(git rev-parse --git-path info/exclude)"; mkdir -p "$(dirname "$exclude")"
+    grep -qx "/$batches/" "$exclude" 2>/dev/null || echo "/$batches/" >> "$exclude"
     rm -rf "${batches:?}/$name" && mkdir -p "$batches/$name"
-    git archive "$rev" | tar x -C "$batches/$name" --exclude published --exclude grid-state
+    git archive "$rev" -- . ":(exclude)published" ":(exclude)grid-state" | tar x -C "$batches/$name"
     cp "$jobs" "$batches/$name/jobs.tsv"
     printf '%s\n%s\n' "$rev" "$workers" > "$batches/$name/batch"
     echo "$batches/$name: $(wc -l < "$jobs") jobs at ${rev:0:10} on $workers cores ($(du -sh "$batches/$name" | cut -f1))"
