@@ -6,20 +6,22 @@
 
 
 for _study, _group in GROUPS:
+    _plan = TRAIN_PLANS[(_study.name, _group.group_id)]
+    _job = Path(_plan).stem  # train_<group>-<key>: the key names the runs; a group's index changes as runs finish
 
     rule:
         name:
             f"train_{_study.name}_{_group.group_id}"
         input:
-            plan=TRAIN_PLANS[(_study.name, _group.group_id)],
+            plan=_plan,
         output:
             run_outputs(_study, _group.runs),
         params:
             checkpoint_every=config["checkpoint_every"],
-        log:  # named like the plan (its key names the runs): a group's index changes as runs finish
-            f"{log_dir(_study)}/{Path(TRAIN_PLANS[(_study.name, _group.group_id)]).stem}.log",
+        log:
+            f"{log_dir(_study)}/{_job}.log",
         benchmark:
-            f"{benchmarks_dir(_study)}/{Path(TRAIN_PLANS[(_study.name, _group.group_id)]).stem}.tsv"
+            f"{benchmarks_dir(_study)}/{_job}.tsv"
         threads: config["torch_threads"]
         priority: int(expected_seconds(_study, _group))  # longest first: balances the cores
         resources:
