@@ -32,7 +32,7 @@
 # under nice, in jobs of at most $GROUP_SIZE runs (10-45 minutes each on one core). A group checkpoints
 # every 10 updates, so a stopped session costs at most that much per job: `start` again resumes from the
 # checkpoints when the clone survived, and trains from the beginning when it did not. Runs already in
-# published/ at the clone's revision are copied, not trained.
+# published/ (this repository's, whatever the clone's revision) are copied, not trained.
 #
 # The 9 SB3 reference runs (benchmarks/mujoco_sb3_reference.py: Hopper, Walker2d, HalfCheetah x 3 seeds,
 # 14-50 minutes each on one core as the machine's speed varies, no checkpoints) take one of the cores, one run at a time, until they
@@ -131,6 +131,9 @@ case "${1:-status}" in
     [ -d "$GRID/.git" ] || git clone -q --no-checkout "$REPO" "$GRID"
     git -C "$GRID" fetch -q "$REPO" "$rev"
     git -C "$GRID" checkout -q --detach "$rev"
+    # Runs published since $rev (by this grid, another machine or the device) are copied there, never trained again:
+    # untracked files, so the clone's code stays clean; existing files are kept
+    cp -rn "$REPO/published/." "$GRID/published/"
     "$GRID/repro" setup
     # Unfinished groups' checkpoints that a session committed (on this machine or another): the furthest of each
     (cd "$REPO" && .venv/bin/python -m ppo.pipeline.carry restore --into "$GRID" --studies $(published_studies))
