@@ -5,8 +5,9 @@ loaders give the inputs. Pure functions of the loaded records and the reference 
 - :func:`table6` one row per game and variant: each seed's score (2), their mean with a 95% Student-t
   interval (n − 1 degrees of freedom: honest at 3 seeds, where a bootstrap interval is their range), beside
   the paper's value for that algorithm;
-- :func:`verdicts` one line per game and variant: reproduced or not, against the paper's value and against an
-  independent reproduction with the same wrappers (Welch's interval of the difference);
+- :func:`verdicts` one line per game and variant: reproduced, not reproduced or undecided, against the paper's
+  value (with an equivalence margin, :data:`VERDICT_MARGIN`) and against an independent reproduction with the same
+  wrappers (Welch's interval of the difference);
 - :func:`win_counts` (Table 2) per metric, the games each variant wins (highest mean over seeds among
   the variants present; an exact tie counts as ``tie``), beside the paper's counts;
 - :func:`human_normalized` and :func:`aggregate_table`: (score − random) / (human − random) per run and
@@ -44,7 +45,7 @@ TABLE6_COLUMNS = [
 ]
 VERDICT_COLUMNS = [
     "game", "algorithm", "variant", "variant_label", "n_seeds", "frames", "per_seed", "our_mean", "our_ci_low",
-    "our_ci_high", "paper_mean", "ref_algo", "ref_mean", "ref_sd", "ref_n", "diff_vs_ref", "diff_ci_low",
+    "our_ci_high", "paper_mean", "margin_low", "margin_high", "ref_algo", "ref_mean", "ref_sd", "ref_n", "diff_vs_ref", "diff_ci_low",
     "diff_ci_high", "verdict",
 ]
 TABLE2_COLUMNS = [
@@ -236,6 +237,26 @@ def _between(value: float, low: float, high: float) -> str:
     return "inside" if low <= value <= high else ("above" if value > high else "below")
 
 
+# "Reproduced" needs more than the paper's value inside our interval: at 2 and 3 seeds the 95% t interval reaches
+# 12.7 and 4.3 standard errors each side and holds almost any value. The whole interval must also lie within the
+# paper's value ± this fraction of the paper's score above a random policy's (an equivalence margin: this project's
+# choice, printed in every verdict). Scaled by the gain over random, not the raw score, so that a negative or
+# near-random score (Pong runs from -21 to 21) gets a margin of the same meaning as Breakout's.
+VERDICT_MARGIN = 0.25
+VERDICT_RULE = (
+    f"with 2 or more scored seeds at the paper's budget, 'reproduced, above the paper' when the paper's value is "
+    f"below our 95% t interval; 'not reproduced, below the paper' when above it; when inside it, 'reproduced' only "
+    f"if the whole interval lies within the paper's value ± {VERDICT_MARGIN:.0%} of its gain over random play "
+    f"(an equivalence margin), 'undecided at n seeds' otherwise"
+)
+
+
+def equivalence_range(paper: float, random: float, margin: float = VERDICT_MARGIN) -> tuple[float, float]:
+    """The paper's value ± ``margin`` × (paper − random): the scores a reproduction may have and still count."""
+    half = margin * abs(paper - random)
+    return paper - half, paper + half
+
+
 def verdict_line(row: dict, paper_frames: float) -> str:
     """One sentence: is the paper's value reproduced, with the evidence (the rule is in :func:`verdicts`)."""
     if row["frames"] < paper_frames:
@@ -243,11 +264,20 @@ def verdict_line(row: dict, paper_frames: float) -> str:
                 "frames")
     if row["n_seeds"] < 2:
         return f"no verdict: {row['n_seeds']} scored seed(s), no interval (paper {row['paper_mean']:,.1f})"
-    where = _between(row["paper_mean"], row["our_ci_low"], row["our_ci_high"])
-    head = {"inside": "reproduced", "below": "reproduced, above the paper",
-            "above": "not reproduced, below the paper"}[where]
-    text = (f"{head}: the paper's {row['paper_mean']:,.1f} is {where} our 95% t interval "
-            f"{row['our_ci_low']:,.1f} to {row['our_ci_high']:,.1f} ({row['n_seeds']} seeds)")
+    low, high, n = row["our_ci_low"], row["our_ci_high"], row["n_seeds"]
+    where = _between(row["paper_mean"], low, high)
+    interval = f"our 95% t interval {low:,.1f} to {high:,.1f} ({n} seeds)"
+    band = (f"the paper's value ± {VERDICT_MARGIN:.0%} of its gain over random play "
+            f"({row['margin_low']:,.1f} to {row['margin_high']:,.1f})")
+    if where == "below":
+        text = f"reproduced, above the paper: the paper's {row['paper_mean']:,.1f} is below {interval}"
+    elif where == "above":
+        text = f"not reproduced, below the paper: the paper's {row['paper_mean']:,.1f} is above {interval}"
+    elif row["margin_low"] <= low and high <= row["margin_high"]:
+        text = f"reproduced: the paper's {row['paper_mean']:,.1f} is inside {interval}, which lies within {band}"
+    else:
+        text = (f"undecided at {n} seeds: the paper's {row['paper_mean']:,.1f} is inside {interval}, "
+                f"which reaches beyond {band}")
     if not math.isnan(row["diff_ci_low"]):
         sign = "crosses zero: not distinguishable" if row["diff_ci_low"] <= 0 <= row["diff_ci_high"] else (
             "above it" if row["diff_ci_low"] > 0 else "below it")
@@ -257,20 +287,24 @@ def verdict_line(row: dict, paper_frames: float) -> str:
 
 
 def verdicts(table6_rows: pd.DataFrame, scores: pd.DataFrame, references: pd.DataFrame,
-             paper_frames: float = PAPER["frames"]) -> pd.DataFrame:
+             random_human: pd.DataFrame, paper_frames: float = PAPER["frames"]) -> pd.DataFrame:
     """Per game and variant (:data:`VERDICT_COLUMNS`) a one-line verdict.
 
-    Rule: at the paper's budget and with two or more scored seeds, the paper's value is *reproduced* when it
-    lies inside our 95% Student-t interval of the mean, or below it (we do better); *not reproduced* when
-    it lies above it. The paper's value is itself a mean of 3 seeds, treated here as exact, which makes
-    "not reproduced" a little too easy to reach; at 3 seeds our interval is wide (4.30 standard errors each
-    side), which makes "reproduced" easy: the interval is printed beside every verdict. The independent
-    reproduction (:func:`_independent_reference`) is compared by Welch's interval of the difference."""
+    Rule, at the paper's budget and with two or more scored seeds, with our 95% Student-t interval of the mean:
+    *reproduced, above the paper* when the paper's value lies below the interval; *not reproduced, below the
+    paper* when it lies above it; when it lies inside, *reproduced* only if the whole interval also lies within
+    :func:`equivalence_range` (the paper's value ± :data:`VERDICT_MARGIN` of its gain over random play, random from
+    ``random_human``), and *undecided at n seeds* otherwise: an interval that wide would also have held a score
+    far from the paper's. The paper's value is itself a mean of 3 seeds, treated here as exact, which makes
+    "not reproduced" a little too easy to reach. The independent reproduction (:func:`_independent_reference`) is
+    compared by Welch's interval of the difference."""
     rows = []
     for _, ours in table6_rows.iterrows():
         seed_scores = _seed_scores(scores, ours["game"], ours["variant"])
         row = {k: ours[k] for k in ("game", "algorithm", "variant", "variant_label", "n_seeds", "frames", "per_seed",
                                     "our_mean", "our_ci_low", "our_ci_high", "paper_mean")}
+        random = lookup(random_human, ours["game"], "the verdict's equivalence margin")["random"]
+        row["margin_low"], row["margin_high"] = equivalence_range(float(ours["paper_mean"]), float(random))
         ref = _independent_reference(references, ours["algorithm"], ours["game"])
         row |= {"ref_algo": "" if ref is None else ref["algo"],
                 "ref_mean": math.nan if ref is None else float(ref["score"])}

@@ -32,8 +32,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from analysis.atari import attach_env_protocol, check_runs, load_atari_references, load_table6, task_game  # noqa: E402
-from analysis.atari_tables import reference_table, run_scores, table6, verdicts  # noqa: E402
+from analysis.atari import (attach_env_protocol, check_runs, load_atari_references, load_random_human,  # noqa: E402
+                           load_table6, task_game)
+from analysis.atari_tables import VERDICT_RULE, reference_table, run_scores, table6, verdicts  # noqa: E402
 from analysis.io import load_study as load_runs  # noqa: E402
 from analysis.report_tables import to_markdown  # noqa: E402
 from ppo.pipeline.study import load_study  # noqa: E402
@@ -106,9 +107,8 @@ def table6_section(rows6: pd.DataFrame, lines: pd.DataFrame) -> list[str]:
             "Score: the mean raw game score (all lives, never the clipped reward) of a run's last 100 training "
             "episodes. The interval is Student's t over the seeds (n − 1 degrees of freedom): at 2 seeds it spans "
             "12.7 standard errors each side, at 3 seeds 4.30 — wide, but its coverage holds for normal seed scores, where a bootstrap "
-            "interval over 3 seeds is their range (about 75 %). Rule (analysis.atari_tables.verdicts): with 2 or more "
-            "seeds at the paper's budget, 'reproduced' when the paper's value is inside the interval or below it, "
-            "'not reproduced' when above; CleanRL's `ppo_atari.py` (3 seeds, NoFrameskip-v4) is compared by Welch's "
+            "interval over 3 seeds is their range (about 75 %). Rule (analysis.atari_tables.verdicts): "
+            + VERDICT_RULE + "; CleanRL's `ppo_atari.py` (3 seeds, NoFrameskip-v4) is compared by Welch's "
             "interval of the difference.", "", markdown(shown), "",
             "Table 2's other metric, the mean over all training episodes, averaged over seeds: "
             + "; ".join(f"{g} {v}: {fmt(x)}" for (g, v), x in all_mean.items()) + ".", ""]
@@ -274,7 +274,8 @@ def build(published: Path) -> str:
                                  "`./repro atari-three`).", ""] + checks_section(published, None)).rstrip() + "\n"
     scores, manifests, episodes = got
     rows6 = table6(scores, load_table6(REFERENCES / "ppo2017_table6_atari.csv"))
-    lines = verdicts(rows6, scores, load_atari_references(REFERENCES / "atari_reference_scores.csv"))
+    lines = verdicts(rows6, scores, load_atari_references(REFERENCES / "atari_reference_scores.csv"),
+                     load_random_human(REFERENCES / "atari_random_human.csv"))
     body = (progress_section(scores, planned) + table6_section(rows6, lines) + references_section(rows6, scores)
             + runs_section(scores) + curves_section(scores, episodes) + diagnostics_section(scores, manifests, episodes)
             + where_section(manifests) + checks_section(published, scores))

@@ -35,8 +35,8 @@ from conftest import write_run
 from analysis.atari import (LAST_100, attach_env_protocol, budget_line, check_runs, load_atari_references,
                             load_random_human, load_table2, load_table6, task_game, unregistered_games)
 from analysis.atari_curves import mean_curves, seed_curves_frames
-from analysis.atari_tables import (NO_REFERENCE, aggregate_table, human_normalized, reference_table, reported_spread,
-                                   run_scores, table6, verdict_line, verdicts, win_counts)
+from analysis.atari_tables import (NO_REFERENCE, aggregate_table, equivalence_range, human_normalized, reference_table,
+                                   reported_spread, run_scores, table6, verdict_line, verdicts, win_counts)
 from analysis.io import RunDataError, load_study
 
 REPO = Path(__file__).resolve().parents[2]
@@ -313,16 +313,35 @@ def test_reported_spread_reads_cleanrl_notes(refs):
 
 
 def _verdict_row(**kw) -> dict:
-    row = {"frames": 40_000_000, "n_seeds": 3, "paper_mean": 274.8, "our_ci_low": 200.0, "our_ci_high": 500.0,
-           "diff_ci_low": math.nan}
+    # Breakout: paper 274.8, random 1.7 (reference/atari_random_human.csv), so the equivalence range is
+    # 274.8 ± 0.25 × 273.1 = 206.525 to 343.075
+    row = {"frames": 40_000_000, "n_seeds": 3, "paper_mean": 274.8, "our_ci_low": 230.0, "our_ci_high": 320.0,
+           "margin_low": 206.525, "margin_high": 343.075, "diff_ci_low": math.nan}
     return row | kw
 
 
+def test_equivalence_range_by_hand():
+    assert equivalence_range(274.8, 1.7) == (pytest.approx(206.525), pytest.approx(343.075))
+    assert equivalence_range(20.7, -20.7) == (pytest.approx(10.35), pytest.approx(31.05))  # Pong: random below zero
+    assert equivalence_range(20.7, -20.7, margin=0.1) == (pytest.approx(16.56), pytest.approx(24.84))
+
+
 def test_verdict_rule():
-    assert verdict_line(_verdict_row(), 40e6).startswith(
-        "reproduced: the paper's 274.8 is inside our 95% t interval 200.0 to 500.0 (3 seeds)")
-    assert verdict_line(_verdict_row(our_ci_low=300.0), 40e6).startswith("reproduced, above the paper: ")
-    assert verdict_line(_verdict_row(our_ci_high=250.0), 40e6).startswith("not reproduced, below the paper: ")
+    assert verdict_line(_verdict_row(), 40e6) == (
+        "reproduced: the paper's 274.8 is inside our 95% t interval 230.0 to 320.0 (3 seeds), which lies within "
+        "the paper's value ± 25% of its gain over random play (206.5 to 343.1)")
+    # The paper's value inside an interval that reaches past the equivalence range, on either side: undecided.
+    # Breakout's 2 published seeds (62.1, 118.3) gave -267 to 447 and were called "reproduced" before this rule.
+    for low, high in ((-267.0, 447.0), (230.0, 350.0), (200.0, 320.0)):
+        assert verdict_line(_verdict_row(our_ci_low=low, our_ci_high=high, n_seeds=2), 40e6).startswith(
+            f"undecided at 2 seeds: the paper's 274.8 is inside our 95% t interval {low:,.1f} to {high:,.1f} "
+            "(2 seeds), which reaches beyond the paper's value ± 25%")
+    # The range's edges count as inside it
+    assert verdict_line(_verdict_row(our_ci_low=206.525, our_ci_high=343.075), 40e6).startswith("reproduced: ")
+    assert verdict_line(_verdict_row(our_ci_low=300.0, our_ci_high=900.0), 40e6).startswith(
+        "reproduced, above the paper: the paper's 274.8 is below our 95% t interval 300.0 to 900.0 (3 seeds)")
+    assert verdict_line(_verdict_row(our_ci_low=250.0, our_ci_high=270.0), 40e6).startswith(
+        "not reproduced, below the paper: the paper's 274.8 is above our 95% t interval 250.0 to 270.0")
     assert verdict_line(_verdict_row(frames=24_000_000), 40e6) == "no verdict: trained 24M of the paper's 40M frames"
     assert verdict_line(_verdict_row(n_seeds=1), 40e6).startswith("no verdict: 1 scored seed(s), no interval")
     against = _verdict_row(ref_algo="ppo (cleanrl)", ref_mean=414.66, diff_vs_ref=-64.7, diff_ci_low=-300.0,
@@ -337,14 +356,16 @@ def test_verdicts_against_cleanrl(study, refs):
     *_, scores = study
     rows6 = table6(scores, refs["table6"])
     # Score the synthetic study as if it had trained the paper's budget, to reach the rule.
-    table = verdicts(rows6, scores, refs["scores"], paper_frames=4000).set_index(["game", "variant"])
+    table = verdicts(rows6, scores, refs["scores"], refs["human"], paper_frames=4000).set_index(["game", "variant"])
     pong = table.loc[("Pong", "atari_ppo")]
     assert pong["ref_algo"] == "ppo (cleanrl ppo_atari.py, tag pr-424)" and pong["ref_mean"] == 20.36
     assert (pong["ref_sd"], pong["ref_n"]) == (pytest.approx(0.20 * math.sqrt(1.5)), 3)
     assert pong["diff_vs_ref"] == pytest.approx(5.775 - 20.36)
     # Welch: our variance of the mean 8.825^2 dominates; about 1 degree of freedom, so t(0.975) ~ 12.7.
     assert pong["diff_ci_low"] < -100 and pong["diff_ci_high"] > 90
-    assert pong["verdict"].startswith("reproduced: the paper's 20.7 is inside our 95% t interval")
+    # Pong: paper 20.7, random -20.7; the interval over 2 synthetic seeds holds it but spans far more than 10.35 to 31.05
+    assert (pong["margin_low"], pong["margin_high"]) == (pytest.approx(10.35), pytest.approx(31.05))
+    assert pong["verdict"].startswith("undecided at 2 seeds: the paper's 20.7 is inside our 95% t interval")
     assert "crosses zero: not distinguishable" in pong["verdict"]
     a2c = table.loc[("Pong", "atari_a2c")]
     assert a2c["ref_algo"] == "" and math.isnan(a2c["diff_vs_ref"])  # no A2C reference states a seed spread

@@ -52,6 +52,7 @@ from analysis.atari import (
     paper_protocol,
 )
 from analysis.atari_tables import (
+    VERDICT_RULE,
     aggregate_table,
     human_normalized,
     reference_table,
@@ -101,8 +102,7 @@ AGGREGATE_NOTE = (
     "(3 seeds already averaged, so one value per game and no interval): close to, not the same as, ours."
 )
 VERDICT_NOTE = (
-    "Rule: at the paper's budget (40M frames) and with 2 or more scored seeds, 'reproduced' when the paper's "
-    "value lies inside our 95% t interval (or below it: we do better), 'not reproduced' when it lies above. "
+    f"Rule: {VERDICT_RULE}. "
     "The paper's value is a 3-seed mean treated as exact. The interval is wide at 3 seeds: read it beside the "
     "verdict. Where CleanRL's ppo_atari.py (gym NoFrameskip-v4, baselines' wrappers, 3 seeds, mean ± numpy std "
     "over seeds) states its spread, diff_vs_ref is our mean minus its mean with Welch's 95% interval (its std "
@@ -168,7 +168,7 @@ def run_report(args: argparse.Namespace) -> dict[str, Path]:
         written[name] = out / f"{name}.csv"
 
     rows6 = table6(scores, paper6, random_human, paper["frames"])
-    lines = verdicts(rows6, scores, references, paper["frames"])
+    lines = verdicts(rows6, scores, references, random_human, paper["frames"])
     write("atari_verdicts", lines, [VERDICT_NOTE, SCORE_NOTE],
           "Atari: is the paper's Table 6 reproduced? One line per game and algorithm", 1, ["variant", "ref_algo"])
     write("atari_table6", rows6.drop(columns="task"), [SCORE_NOTE, human_note],

@@ -27,8 +27,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.atari import attach_env_protocol, check_runs, load_atari_references, load_table6
-from analysis.atari_tables import run_scores, table6, verdicts
+from analysis.atari import attach_env_protocol, check_runs, load_atari_references, load_random_human, load_table6
+from analysis.atari_tables import VERDICT_RULE, run_scores, table6, verdicts
 from analysis.figure3 import CLAIM_OUTCOME_RULE, CLAIM_RULE, aggregate_table, claim_outcome, claim_table
 from analysis.io import RunDataError, load_random, load_study
 from analysis.references import (REFERENCE_RULE, difference_ci, load_references, load_sb3_scores,
@@ -617,7 +617,8 @@ def atari_results(published: Path) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     manifests = attach_env_protocol(check_runs(manifests))
     scores = run_scores(episodes, manifests, updates)
     rows6 = table6(scores, load_table6(REFERENCE_DIR / "ppo2017_table6_atari.csv"))
-    return verdicts(rows6, scores, load_atari_references(REFERENCE_DIR / "atari_reference_scores.csv")), manifests
+    references = load_atari_references(REFERENCE_DIR / "atari_reference_scores.csv")
+    return verdicts(rows6, scores, references, load_random_human(REFERENCE_DIR / "atari_random_human.csv")), manifests
 
 
 @functools.cache
@@ -664,15 +665,17 @@ def atari_finding(results: tuple | None) -> str | None:
     kinds = lines["verdict"].str.split(":").str[0]
     cells = lines["game"] + " " + lines["variant_label"]
     reproduced, not_reproduced = cells[kinds.str.startswith("reproduced")], cells[kinds.str.startswith("not reproduced")]
+    undecided = cells[kinds.str.startswith("undecided")]
     pending = int((kinds == "no verdict").sum())
     done = len(reproduced) + len(not_reproduced)
-    head = ("no verdict yet" if not done else "reproduced" if not len(not_reproduced) and not pending else
-            "not reproduced" if not len(reproduced) and not pending else "partly reproduced")
+    head = ("no verdict yet" if not done else "reproduced" if len(reproduced) == len(lines) else
+            "not reproduced" if len(not_reproduced) == len(lines) else "partly reproduced")
     return (f"**Atari, Table 6: {head}**: {len(manifests)} of the {atari_three()[1]} runs of ./repro atari-three published; "
             + ", ".join([f"reproduced on {', '.join(reproduced)}"] * bool(len(reproduced))
                         + [f"not reproduced on {', '.join(not_reproduced)}"] * bool(len(not_reproduced))
+                        + [f"undecided on {', '.join(undecided)} (interval too wide at its seeds)"] * bool(len(undecided))
                         + [f"{pending} game × algorithm cell(s) without a verdict yet (fewer than 2 seeds)"] * bool(pending))
-            + " (the paper's value inside or below our 95% t interval: reproduced; above it: not).")
+            + f" (rule: {VERDICT_RULE}).")
 
 
 def markdown_table(table: pd.DataFrame) -> str:
