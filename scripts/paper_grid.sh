@@ -7,7 +7,8 @@
 #   scripts/paper_grid.sh status        what is running, what has finished, job-hours so far, how far each
 #                                       unfinished group got (its last checkpoint)
 #   scripts/paper_grid.sh publish [--from DIR]   copy finished runs' records into published/, commit them
-#   scripts/paper_grid.sh watch [MIN]   publish every MIN minutes (default 10) while the grid runs
+#   scripts/paper_grid.sh watch [MIN]   publish every MIN minutes (default 10) while the grid runs; with
+#                                       CARRY_EVERY=M, carry (below) every M minutes too
 #   scripts/paper_grid.sh stop [grid]   stop both, or the grid alone (the SB3 runs have no checkpoints)
 #   scripts/paper_grid.sh carry         commit the unfinished groups' checkpoints (grid-state/, ppo.pipeline.carry): at the
 #                                       end of a session, so that the next machine resumes them (`start` restores)
@@ -188,6 +189,10 @@ case "${1:-status}" in
     # Finished runs are committed as they come, so that none depends on this machine being kept; a
     # publish that finds the repository busy (another git command) is tried again next time.
     # One publish after the grid has stopped, too: the runs that finished after the last one in the loop.
+    # CARRY_EVERY=MIN: the unfinished runs' checkpoints are committed (`carry`) every MIN minutes as well, so that a
+    # session that ends without its closing carry loses at most MIN minutes per job (each carry adds about 10 MB per
+    # Atari run to .git: 60-90 minutes is the trade)
+    last_carry=$SECONDS
     while true; do
       was_running=0; { running || sb3_running; } && was_running=1
       # the whole output read before its first line is shown: a pipe closed early (head -1) could kill the
@@ -195,6 +200,11 @@ case "${1:-status}" in
       out="$(publish_and_commit --studies $(published_studies) --from "$GRID" --sb3 "$GRID/results/sb3_reference" \
              ${SEEDS:+--seeds "$SEEDS"} 2>&1)" || true
       echo "${out%%$'\n'*}"
+      if [ -n "${CARRY_EVERY:-}" ] && [ "$was_running" = 1 ] && (( SECONDS - last_carry >= CARRY_EVERY * 60 )); then
+        # a carry that finds the repository busy (another git command) is tried again next round
+        out="$(bash "$REPO/scripts/paper_grid.sh" carry 2>&1)" && last_carry=$SECONDS
+        echo "${out%%$'\n'*}"
+      fi
       [ "$was_running" = 1 ] || break
       sleep "$(( ${2:-10} * 60 ))"
     done

@@ -53,3 +53,39 @@ def test_a_watch_publishes_once_more_after_its_grid_has_stopped(tmp_path):
     assert watched.returncode == 0, watched.stderr
     assert watched.stdout.splitlines() == ["paper_grid: publish postponed: uncommitted changes to the code it runs "
                                            "(git diff HEAD -- ppo analysis scripts reference experiments)"]
+
+
+def _watch_while_a_grid_runs(repo, tmp_path, carry_every):
+    """The lines of a watch (rounds every 0 minutes) during 3 s of a stand-in grid: a sleeping process in its own
+    session, named by grid.pid as paper_grid.sh's `start` names its Snakemake."""
+    grid = tmp_path / "grid"
+    grid.mkdir(exist_ok=True)
+    # started by a shell that exits at once: not this process's child, so nothing here leaves it a zombie that pgrep
+    # would still count as running
+    stand_in = subprocess.run(["bash", "-c", "setsid sleep 3 > /dev/null 2>&1 & echo $!"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    (grid / "grid.pid").write_text(stand_in)
+    env = {"PATH": "/usr/bin:/bin", "STUDIES": "table1", "GRID": str(grid)} | (
+        {"CARRY_EVERY": carry_every} if carry_every is not None else {})
+    watched = subprocess.run(["bash", "scripts/paper_grid.sh", "watch", "0"], cwd=repo, capture_output=True, text=True,
+                             env=env, timeout=60)
+    assert watched.returncode == 0, watched.stderr
+    return watched.stdout.splitlines()
+
+
+def test_a_watch_carries_every_carry_every_minutes_while_its_grid_runs(tmp_path):
+    """CARRY_EVERY=MIN: the watch commits the unfinished runs' checkpoints as well (here every 0 minutes: every
+    round); the clone has no .venv, so each carry's attempt shows as its failure to start Python."""
+    repo = clone(tmp_path)
+    with (repo / "ppo" / "__init__.py").open("a") as f:
+        f.write("# being edited\n")  # every publish postponed: one known line per round
+    postponed = "paper_grid: publish postponed"
+    plain = _watch_while_a_grid_runs(repo, tmp_path, None)
+    assert plain and all(line.startswith(postponed) for line in plain)  # no carry without CARRY_EVERY
+    carrying = _watch_while_a_grid_runs(repo, tmp_path, "0")
+    carries = [line for line in carrying if not line.startswith(postponed)]
+    assert carries and all(".venv/bin/python" in line for line in carries)
+    # no carry after the grid stopped: the last round (publish once more) ends the watch
+    assert carrying[-1].startswith(postponed)
+    hourly = _watch_while_a_grid_runs(repo, tmp_path, "60")
+    assert all(line.startswith(postponed) for line in hourly)  # 3 s is not 60 minutes
