@@ -273,3 +273,21 @@ def test_seeds_beyond_the_paper_sit_beside_its_three(monkeypatch):
     first = tables.split("\n\n")[0].splitlines()
     assert first[0] == "| study | conclusion | seeds 0–2 (the paper's 3) | seeds 0–3 | stops changing from |"
     assert len(first) == 2 + 7 and all(r.endswith(("(same up to 4) |", "not settled: changes at 4 |")) for r in first[2:])
+
+
+def test_atari_finding_counts_each_kind_of_verdict():
+    """The first page's Atari line: each game × algorithm cell by the kind of its verdict (analysis.atari_tables),
+    and a head that says only what the cells say."""
+    def finding(*kinds):
+        lines = pd.DataFrame({"game": ["Pong", "Breakout", "BeamRider"][:len(kinds)], "variant_label": "PPO",
+                              "verdict": [k + ": evidence" for k in kinds]})
+        return front_page.atari_finding((lines, pd.DataFrame({"run_id": range(6)})))
+
+    mixed = finding("reproduced", "undecided at 2 seeds", "undecided at 2 seeds")
+    assert mixed.startswith("**Atari, Table 6: 1 of 3 game × algorithm cells decided**: 6 of the 18 runs")
+    assert "reproduced on Pong PPO, undecided on Breakout PPO, BeamRider PPO (interval too wide" in mixed
+    assert finding("reproduced", "not reproduced, below the paper").startswith("**Atari, Table 6: partly reproduced**")
+    assert finding("reproduced", "reproduced, above the paper").startswith("**Atari, Table 6: reproduced**")
+    assert finding("not reproduced, below the paper").startswith("**Atari, Table 6: not reproduced**")
+    pending = finding("no verdict", "undecided at 2 seeds")
+    assert pending.startswith("**Atari, Table 6: no verdict yet**") and "1 game × algorithm cell(s) without" in pending

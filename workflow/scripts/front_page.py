@@ -669,7 +669,9 @@ def atari_finding(results: tuple | None) -> str | None:
     pending = int((kinds == "no verdict").sum())
     done = len(reproduced) + len(not_reproduced)
     head = ("no verdict yet" if not done else "reproduced" if len(reproduced) == len(lines) else
-            "not reproduced" if len(not_reproduced) == len(lines) else "partly reproduced")
+            "not reproduced" if len(not_reproduced) == len(lines) else
+            "partly reproduced" if len(reproduced) and len(not_reproduced) else
+            f"{done} of {len(lines)} game × algorithm cells decided")
     return (f"**Atari, Table 6: {head}**: {len(manifests)} of the {atari_three()[1]} runs of ./repro atari-three published; "
             + ", ".join([f"reproduced on {', '.join(reproduced)}"] * bool(len(reproduced))
                         + [f"not reproduced on {', '.join(not_reproduced)}"] * bool(len(not_reproduced))
