@@ -8,6 +8,7 @@ travels here:
     python -m ppo.pipeline.carry save --from ../atari-grid --commit   # at the end of a session: grid-state/ := the grid's
     python -m ppo.pipeline.carry restore --into ../atari-grid         # before the grid starts: the newer of each
     python -m ppo.pipeline.carry unfinished --from ../atari-grid      # how far each unfinished group got, and where
+    python -m ppo.pipeline.carry revision --studies atari             # the commit the carried groups last trained at
 
 ``grid-state/<study>/<scale>/checkpoints/<name>.pt`` mirrors ``<grid>/results/<study>/<scale>/checkpoints/``.
 ``save`` copies each checkpoint that is newer (a later iteration) than the committed one and removes committed
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections import Counter
 import shutil
 import subprocess
 import sys
@@ -169,6 +171,21 @@ def commit(changes: list[str], repo: Path = PROJECT_ROOT) -> None:
     subprocess.run(["git", "-C", str(repo), "commit", "-q", "-m", message, "--", "grid-state"], check=True)
 
 
+def revision(state: Path = STATE, studies: list[str] | None = None) -> tuple[str | None, Counter]:
+    """(the commit the carried groups last trained at, how many groups each commit was last for): a grid that
+    resumes them should run that code, not whatever this repository holds now. The most common commit when
+    they disagree; None when nothing is carried or no part names its commit."""
+    last = Counter()
+    for path in checkpoints(state, studies).values():
+        try:
+            parts = torch.load(path, weights_only=True, map_location="cpu").get("parts") or []
+        except Exception:  # noqa: BLE001 - an unreadable file names no commit
+            continue
+        if parts and parts[-1].get("commit"):
+            last[str(parts[-1]["commit"])] += 1
+    return (last.most_common(1)[0][0] if last else None), last
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
@@ -186,11 +203,23 @@ def main(argv=None) -> int:
     q.add_argument("--from", dest="grid", type=Path, required=True, help="the grid's clone (holds results/)")
     q.add_argument("--variants", nargs="+", default=None, metavar="VARIANT",
                    help="only these variants' runs (the grid's: Snakemake cannot be asked for others)")
+    v = sub.add_parser("revision", help="print the commit the carried groups (grid-state/) last trained at")
+    v.add_argument("--studies", nargs="+", default=None, metavar="STUDY", help="only these studies' checkpoints")
     u = sub.add_parser("unfinished", help="print each unfinished group's runs, steps done and processors")
     u.add_argument("--from", dest="grid", type=Path, required=True, help="the grid's clone (holds results/)")
     args = p.parse_args(argv)
     if args.command == "unfinished":
         print("\n".join(unfinished(args.grid)) or "no unfinished group has a checkpoint")
+        return 0
+    if args.command == "revision":
+        commit_, counts = revision(studies=args.studies)
+        if commit_ is None:
+            return 1
+        if len(counts) > 1:
+            print("carry: the carried groups last trained at several commits: "
+                  + ", ".join(f"{c[:10]} ({n})" for c, n in counts.most_common()) + f"; {commit_[:10]} chosen",
+                  file=sys.stderr)
+        print(commit_)
         return 0
     if args.command == "resumable":
         for manifest in resumable(args.grid, args.variants):  # none: no output at all (an empty line would be a path to the grid)

@@ -90,11 +90,30 @@ def test_each_grid_carries_its_own_studies(tmp_path, monkeypatch):
     assert carry.save(other, state) == [f"{CKPT}: removed (its group finished)"]
 
 
-def fake_checkpoint(path, run, iteration, num_envs, horizon, total_steps):
-    """Only what carry reads: the iteration and each run's fingerprint (id first, resolved config fourth)."""
+def fake_checkpoint(path, run, iteration, num_envs, horizon, total_steps, commits=()):
+    """Only what carry reads: the iteration, each run's fingerprint (id first, resolved config fourth) and the
+    commit of each part of the training (ppo.training.driver.training_part)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     config = json.dumps({"num_envs": num_envs, "horizon": horizon, "total_steps": total_steps})
-    torch.save({"iteration": iteration, "fingerprint": [(run, "", "", config)]}, path)
+    parts = [{"from_iteration": 0, "commit": commit} for commit in commits]
+    torch.save({"iteration": iteration, "fingerprint": [(run, "", "", config)], "parts": parts}, path)
+
+
+def test_revision_is_the_commit_the_carried_groups_last_trained_at(tmp_path, capsys):
+    """paper_grid.sh start resumes a grid at this commit unless told another: a run's later parts run the code that
+    began it, whatever the repository holds by then."""
+    state = tmp_path / "grid-state"
+    assert carry.revision(state) == (None, {})  # nothing carried: the caller takes HEAD
+    at = state / "atari/paper/checkpoints"
+    fake_checkpoint(at / "a.pt", "ALE/Pong-v5/atari_ppo/seed1", 310, 8, 128, 10_000_000, commits=("old", "b44"))
+    fake_checkpoint(at / "b.pt", "ALE/Pong-v5/atari_a2c/seed0", 5200, 8, 5, 10_000_000, commits=("b44",))
+    fake_checkpoint(at / "c.pt", "ALE/Breakout-v5/atari_ppo/seed2", 250, 8, 128, 10_000_000, commits=("old",))
+    fake_checkpoint(at / "d.pt", "ALE/Breakout-v5/atari_a2c/seed0", 10, 8, 5, 10_000_000)  # no part names a commit
+    fake_checkpoint(state / "atari_checks/paper/checkpoints/e.pt", "ALE/Breakout-v5/atari_ppo_nature_cnn/seed0", 780,
+                    8, 128, 10_000_000, commits=("fde", "fde"))
+    commit, counts = carry.revision(state, ["atari"])
+    assert commit == "b44" and counts == {"b44": 2, "old": 1}  # the last part counts, not the first
+    assert carry.revision(state, ["atari_checks"])[0] == "fde"
 
 
 def test_resumable_puts_the_largest_share_of_budget_first_of_the_grids_variants(tmp_path):
