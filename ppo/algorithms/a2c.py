@@ -5,7 +5,7 @@ One iteration, top to bottom:
   (1) collect num_envs × horizon steps and their GAE advantages with the shared rollout (ppo/algorithms/rollout.py);
       with ``return_norm`` the value network predicts R/σ_R, so its outputs are scaled by σ_R first;
   (2) with ``return_norm``, divide the λ-return targets by σ_R, then update σ_R with this batch (Tianshou);
-  (3) one optimizer step (RMSprop or Adam) on
+  (3) one optimizer step (RMSprop, torch's or TensorFlow's, or Adam) on
           −mean(log π(a|s)·Â) + vf_coef·mean((V(s) − R)²) − ent_coef·H[π]
       with each run's gradient norm clipped separately;
   (4) with ``trust_region``, the policy term's gradient reaches the network through the distribution
@@ -25,7 +25,7 @@ import torch
 from ..config.registry import CONVNETS, MLP, AlgorithmSpec, LearningCheck, Line
 from ..config.settings import A2CSettings
 from ..nn import gaussian
-from ..nn.optim import BatchedAdam, per_run_grad_norm_clip
+from ..nn.optim import BatchedAdam, make_rmsprop, per_run_grad_norm_clip
 from ..nn.parameters import mlp_forward
 from .base import ActorCriticAlgorithm
 from .rollout import GroupContext
@@ -100,10 +100,9 @@ class A2C(ActorCriticAlgorithm):
         super().__init__(ctx)
         s = self.settings = ctx.cfg.a2c
         G = ctx.num_runs
-        if s.optimizer == "rmsprop":
-            # One [G, P] tensor through the single-tensor RMSprop: elementwise, so G independent RMSprops.
-            self.optimizers["rmsprop"] = torch.optim.RMSprop([self.flat], lr=s.learning_rate, alpha=s.rmsprop_alpha,
-                                                             eps=s.optimizer_eps, foreach=False)
+        if s.optimizer in ("rmsprop", "rmsprop_tf"):
+            self.optimizers[s.optimizer] = make_rmsprop(self.flat, s.optimizer, s.learning_rate, s.rmsprop_alpha,
+                                                        s.optimizer_eps)
         else:
             self.optimizers["adam"] = BatchedAdam(self.flat, lr=s.learning_rate, eps=s.optimizer_eps)
         self.optimizer = next(iter(self.optimizers.values()))

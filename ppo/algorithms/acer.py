@@ -41,7 +41,7 @@ import torch
 from ..config.registry import CONVNETS, AlgorithmSpec, Line
 from ..config.settings import ACERSettings
 from ..nn.convnet import CNNActorCritic
-from ..nn.optim import per_run_grad_norm_clip
+from ..nn.optim import make_rmsprop, per_run_grad_norm_clip
 from .a2c import trust_region_projection
 from .rollout import GroupContext, explained_variance
 from .schedule import annealed
@@ -249,10 +249,11 @@ class ACER:
         self.average = self.average_net.params.flat.requires_grad_(False)
         with torch.no_grad():
             self.average.copy_(self.flat)
-        # One [G, P] tensor through the single-tensor RMSprop: elementwise, so G independent RMSprops.
-        self.optimizers = {"rmsprop": torch.optim.RMSprop([self.flat], lr=s.learning_rate, alpha=s.rmsprop_alpha,
-                                                          eps=s.optimizer_eps, foreach=False)}
-        self.optimizer = self.optimizers["rmsprop"]
+        # RMSProp as baselines' acer_simple.py ran it (TensorFlow 1's: mean square from 1, ε inside the root), over one
+        # [G, P] tensor: elementwise, so G independent optimizers
+        self.optimizers = {"rmsprop_tf": make_rmsprop(self.flat, "rmsprop_tf", s.learning_rate, s.rmsprop_alpha,
+                                                      s.optimizer_eps)}
+        self.optimizer = self.optimizers["rmsprop_tf"]
         self.batch_size = cfg.num_envs * cfg.horizon  # agent steps per run per iteration
         self.num_iterations = math.ceil(cfg.total_steps / self.batch_size)
         self.decay_iterations = math.ceil((s.lr_decay_steps or cfg.total_steps) / self.batch_size)
@@ -329,9 +330,8 @@ class ACER:
         with torch.no_grad():
             keep = None if active is None or bool(active.all()) else torch.nonzero(~active).squeeze(1)
             if keep is not None:
-                state = self.optimizer.state[flat]
-                square_avg = state["square_avg"][keep].clone() if "square_avg" in state else 0.0
-                saved = (flat[keep].clone(), self.average[keep].clone(), square_avg)
+                saved = (flat[keep].clone(), self.average[keep].clone(),
+                         self.optimizer.state[flat]["square_avg"][keep].clone())
             self.optimizer.step()
             # θ_avg ← α θ_avg + (1 − α) θ, after the step (baselines: the EMA op runs after the optimizer's)
             self.average.mul_(s.average_policy_decay).add_(flat, alpha=1 - s.average_policy_decay)

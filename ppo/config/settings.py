@@ -125,7 +125,8 @@ class A2CSettings:
     learning_rate: Pos = 7e-4
     lr_schedule: Schedule = "linear"
     lr_decay_steps: Steps | None = None  # env steps over which "linear" reaches 0 (None: total_steps)
-    optimizer: Literal["rmsprop", "adam"] = "rmsprop"  # torch.optim.RMSprop | Adam
+    # torch.optim.RMSprop | RMSProp as TensorFlow 1 ran it (ppo.nn.optim.TFStyleRMSprop: baselines' A2C) | Adam
+    optimizer: Literal["rmsprop", "rmsprop_tf", "adam"] = "rmsprop"
     rmsprop_alpha: Fraction = 0.99  # RMSprop's decay of the squared-gradient average
     optimizer_eps: Pos = 1e-5
     vf_coef: Annotated[Coef, Field(gt=0)] = 0.5

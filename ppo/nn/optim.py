@@ -1,4 +1,4 @@
-"""Adam for a group of runs stepping together, and per-run gradient clipping."""
+"""Adam for a group of runs stepping together, RMSProp as TensorFlow 1 ran it, and per-run gradient clipping."""
 from __future__ import annotations
 
 import torch
@@ -40,6 +40,53 @@ class BatchedAdam(torch.optim.Adam):
                            weight_decay=group["weight_decay"], eps=group["eps"], maximize=group["maximize"],
                            grad_scale=None, found_inf=None)
         return None
+
+
+class TFStyleRMSprop(torch.optim.Optimizer):
+    """RMSProp as TensorFlow 1's ``tf.train.RMSPropOptimizer`` (momentum 0) computes it, the optimizer of openai/baselines'
+    A2C and ACER on Atari: the mean square starts at 1, and ε sits inside the square root,
+
+        ms ← ms + (1 − α)·(g² − ms);    θ ← θ − lr · g / sqrt(ms + ε)
+
+    (TF's ``ApplyRMSProp`` kernel; the slot ``rms`` is created by ``ones_initializer``). torch.optim.RMSprop starts
+    ms at 0 and divides by sqrt(ms) + ε. The two differ in more than the last bits: after the global gradient-norm
+    clip at 0.5 over the ~0.7M parameters of the Atari network a typical g² is ~1e-7, far below ε = 1e-5, so TF's
+    denominator is about sqrt(ε) ≈ 3e-3 where torch's is about |g|, a step several times larger; and torch's first
+    steps, with ms ≈ (1 − α)·g², are about 10·lr·sign(g) where TF's, with ms ≈ 1, are about lr·g.
+
+    The state is the mean square per element (``square_avg``, the name torch's RMSprop uses, made at construction:
+    a checkpoint always holds it). Elementwise, so one [G, P] buffer is G independent optimizers."""
+
+    def __init__(self, params, lr: float, alpha: float, eps: float):
+        super().__init__(params, {"lr": lr, "alpha": alpha, "eps": eps})
+        for group in self.param_groups:
+            for param in group["params"]:
+                self.state[param]["square_avg"] = torch.ones_like(param, memory_format=torch.preserve_format)
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            for param in group["params"]:
+                if param.grad is None:
+                    continue
+                square_avg = self.state[param]["square_avg"]
+                square_avg.add_(param.grad.square().sub_(square_avg), alpha=1 - group["alpha"])
+                param.addcdiv_(param.grad, square_avg.add(group["eps"]).sqrt_(), value=-group["lr"])
+        return loss
+
+
+def make_rmsprop(flat: nn.Parameter, kind: str, lr: float, alpha: float, eps: float) -> torch.optim.Optimizer:
+    """RMSprop over the [G, P] parameter, elementwise so G independent ones: ``rmsprop`` torch's (single-tensor),
+    ``rmsprop_tf`` :class:`TFStyleRMSprop`."""
+    if kind == "rmsprop_tf":
+        return TFStyleRMSprop([flat], lr=lr, alpha=alpha, eps=eps)
+    if kind == "rmsprop":
+        return torch.optim.RMSprop([flat], lr=lr, alpha=alpha, eps=eps, foreach=False)
+    raise ValueError(f"not an RMSprop: {kind!r}")
 
 
 class PerRunAdam:
