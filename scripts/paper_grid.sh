@@ -139,6 +139,9 @@ case "${1:-status}" in
     running && die "already running in $GRID (scripts/paper_grid.sh stop first)"
     [ -d "$GRID/.git" ] || git clone -q --no-checkout "$REPO" "$GRID"
     git -C "$GRID" fetch -q "$REPO" "$rev"
+    # the copies of published runs a start made (below) go first: a later revision that tracks them would refuse to
+    # check out over them
+    git -C "$GRID" clean -fdq -- published
     git -C "$GRID" checkout -q --detach "$rev"
     # Runs published since $rev (by this grid, another machine or the device) are copied there, never trained again:
     # untracked files, so the clone's code stays clean; existing files are kept
