@@ -2,9 +2,9 @@
 # The paper-scale Table 1 and Figure 3 grid, trained in the background across sessions that may each be
 # stopped after a few hours (docs/paper-scale.md):
 #
-#   scripts/paper_grid.sh start [REV]   train from a clone at a committed revision (default: the commit the carried
-#                                       runs last trained at, else this repo's HEAD) and, while some are missing,
-#                                       the Stable-Baselines3 reference runs
+#   scripts/paper_grid.sh start [REV]   train from a clone at a committed revision (default: this repo's HEAD; it says
+#                                       when the carried runs last trained with other code) and, while some are
+#                                       missing, the Stable-Baselines3 reference runs
 #   scripts/paper_grid.sh status        what is running, what has finished, job-hours so far, how far each
 #                                       unfinished group got (its last checkpoint)
 #   scripts/paper_grid.sh publish [--from DIR]   copy finished runs' records into published/, commit them
@@ -128,14 +128,16 @@ publish_and_commit() {
 
 case "${1:-status}" in
   start)
-    # Without REV: the commit its carried runs (grid-state/) last trained at, so that a run resumes under the code that
-    # began it whatever this repository holds now; HEAD when nothing is carried
-    carried=
-    if [ -z "${2:-}" ] && [ "${CHECKPOINTS:-1}" != 0 ]; then
-      carried="$(cd "$REPO" && .venv/bin/python -m ppo.pipeline.carry revision --studies $(published_studies))" || carried=
+    rev="$(git -C "$REPO" rev-parse "${2:-HEAD}")"
+    # New runs take the code of $rev; carried runs resume under it too. Where the code they last trained with differs
+    # in what training reads, say so: the goldens (tests/training/test_golden_records.py) tell whether their numerics
+    # changed, and a run's parts record each part's commit
+    if [ "${CHECKPOINTS:-1}" != 0 ] \
+       && carried="$(cd "$REPO" && .venv/bin/python -m ppo.pipeline.carry revision --studies $(published_studies))" \
+       && [ "$carried" != "$rev" ] && ! git -C "$REPO" diff --quiet "$carried" "$rev" -- ppo experiments 2> /dev/null; then
+      echo "paper_grid: the carried runs last trained at ${carried:0:10}; ppo/ or experiments/ differ at ${rev:0:10}" \
+           "(git diff --stat ${carried:0:10} ${rev:0:10} -- ppo experiments): they resume under ${rev:0:10}"
     fi
-    rev="$(git -C "$REPO" rev-parse "${2:-${carried:-HEAD}}")"
-    [ -n "$carried" ] && echo "paper_grid: at ${rev:0:10}, the commit its carried runs last trained at (start REV picks another)"
     running && die "already running in $GRID (scripts/paper_grid.sh stop first)"
     [ -d "$GRID/.git" ] || git clone -q --no-checkout "$REPO" "$GRID"
     git -C "$GRID" fetch -q "$REPO" "$rev"

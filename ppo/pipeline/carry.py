@@ -173,8 +173,8 @@ def commit(changes: list[str], repo: Path = PROJECT_ROOT) -> None:
 
 def revision(state: Path = STATE, studies: list[str] | None = None) -> tuple[str | None, Counter]:
     """(the commit the carried groups last trained at, how many groups each commit was last for): a grid that
-    resumes them should run that code, not whatever this repository holds now. The most common commit when
-    they disagree; None when nothing is carried or no part names its commit."""
+    resumes them at other code says so (scripts/paper_grid.sh start). The most common commit when they disagree;
+    None when nothing is carried or no part names its commit."""
     last = Counter()
     for path in checkpoints(state, studies).values():
         try:

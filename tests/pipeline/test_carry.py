@@ -100,8 +100,7 @@ def fake_checkpoint(path, run, iteration, num_envs, horizon, total_steps, commit
 
 
 def test_revision_is_the_commit_the_carried_groups_last_trained_at(tmp_path, capsys):
-    """paper_grid.sh start resumes a grid at this commit unless told another: a run's later parts run the code that
-    began it, whatever the repository holds by then."""
+    """paper_grid.sh start says when the carried runs last trained with other code than the grid's revision."""
     state = tmp_path / "grid-state"
     assert carry.revision(state) == (None, {})  # nothing carried: the caller takes HEAD
     at = state / "atari/paper/checkpoints"
