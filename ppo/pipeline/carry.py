@@ -62,15 +62,32 @@ def finished(relative: Path, runs: list[str], roots: list[Path]) -> bool:
                               for run in runs)
 
 
-def copy_newer(source: dict[Path, Path], target_root: Path, done: list[Path]) -> list[str]:
+def settings(path: Path) -> list | None:
+    """A group checkpoint's fingerprint (each run's id, task, seed and resolved config), as lists; None for a
+    file that is not one."""
+    try:
+        return [list(entry) for entry in torch.load(path, weights_only=True, map_location="cpu")["fingerprint"]]
+    except Exception:  # noqa: BLE001 - any unreadable file means the same here
+        return None
+
+
+def copy_newer(source: dict[Path, Path], target_root: Path, done: list[Path], settings_win: bool) -> list[str]:
     """Copy each source checkpoint to target_root/<relative> unless the target is as far or further, or the
-    checkpoint's runs are finished under ``done``."""
+    checkpoint's runs are finished under ``done``. A target of other settings (the same runs' folders, another
+    config: a preset changed) is no older or newer than the source: ``settings_win`` says whether the source's
+    settings replace it (``save``: the grid's checkpoint is the one its code resumes or writes) or not (``restore``:
+    the training job itself sets a checkpoint of other settings aside and starts afresh). Iterations alone would keep
+    a stale checkpoint of more iterations for ever, restored on every machine over the new settings' progress."""
     copied = []
     for relative, path in source.items():
         at, runs = progress(path)
         target = target_root / relative
-        if finished(relative, runs, done) or (target.exists() and progress(target)[0] >= at):
+        if finished(relative, runs, done):
             continue
+        if target.exists():
+            other_settings = settings(target) != settings(path)
+            if (other_settings and not settings_win) or (not other_settings and progress(target)[0] >= at):
+                continue
         records.atomic_write(target, lambda tmp, path=path: shutil.copyfile(path, tmp))
         copied.append(f"{relative} (iteration {at}: {', '.join(runs)})")
     return copied
@@ -97,7 +114,7 @@ def save(grid: Path, state: Path = STATE, studies: list[str] | None = None,
     done = [results, PUBLISHED]
     running = {r: p for r, p in checkpoints(results, studies).items()
                if of_variants(p, variants) and not finished(r, progress(p)[1], done)}
-    changes = copy_newer(running, state, done)
+    changes = copy_newer(running, state, done, settings_win=True)
     for relative, path in checkpoints(state, studies).items():
         if relative not in running and of_variants(path, variants):
             path.unlink()
@@ -107,7 +124,7 @@ def save(grid: Path, state: Path = STATE, studies: list[str] | None = None,
 
 def restore(grid: Path, state: Path = STATE, studies: list[str] | None = None) -> list[str]:
     """``studies``: the grid's (another grid's checkpoints would wait in this one's results/ for ever)."""
-    return copy_newer(checkpoints(state, studies), grid / "results", [grid / "results", PUBLISHED])
+    return copy_newer(checkpoints(state, studies), grid / "results", [grid / "results", PUBLISHED], settings_win=False)
 
 
 def budget_fraction(path: Path) -> float:

@@ -139,3 +139,23 @@ def test_save_carries_the_variants_trained_now_and_leaves_the_others(tmp_path):
     # without a scope every unfinished checkpoint is the grid's: the A2C one is carried, the stale one removed
     changes = carry.save(grid, state)
     assert sorted(p.name for p in (state / "atari/paper/checkpoints").iterdir()) == ["a2c.pt", "ppo.pt"]
+
+
+def test_a_checkpoint_of_other_settings_is_neither_older_nor_newer(tmp_path):
+    """A preset changed (2026-11-28: A2C's optimizer) under the same run folders, so the same checkpoint name: the
+    committed checkpoint of the old settings has more iterations than the new one the grid trains. `save` replaces it
+    with the grid's (iterations alone kept it for ever, restored on every new machine, the job starting afresh each
+    time); `restore` leaves a grid checkpoint of other settings alone (the job sets one aside itself)."""
+    grid, state = tmp_path / "grid", tmp_path / "grid-state"
+    name = "atari/paper/checkpoints/ALE_Pong-v5-65707be22dc57d54.pt"
+    run = "ALE/Pong-v5/atari_a2c/seed0"
+    fake_checkpoint(state / name, run, 5_200, 16, 5, 10_000_000)  # torch's RMSprop, 0.42M steps
+    fake_checkpoint(grid / "results" / name, run, 900, 8, 5, 10_000_000)  # other settings (here num_envs), 36k steps
+    assert carry.restore(grid, state) == []
+    assert carry.progress(grid / "results" / name)[0] == 900
+    assert carry.save(grid, state) == [f"{name} (iteration 900: {run})"]
+    assert carry.progress(state / name)[0] == 900 and carry.settings(state / name) == carry.settings(grid / "results" / name)
+    # of the same settings again, iterations decide as before: an older grid checkpoint is restored over
+    fake_checkpoint(state / name, run, 1_000, 8, 5, 10_000_000)
+    assert carry.restore(grid, state) == [f"{name} (iteration 1000: {run})"]
+    assert carry.save(grid, state) == []
