@@ -91,14 +91,17 @@ def test_loss_gradient_equals_hand_computation():
     assert stats["entropy"].item() == pytest.approx(dist.entropy().item(), rel=1e-6)
 
 
-def test_two_optimizer_steps_equal_hand_computed_clipped_rmsprop():
+@pytest.mark.parametrize("optimizer", ["rmsprop", "rmsprop_tf"])
+def test_two_optimizer_steps_equal_hand_computed_clipped_rmsprop(optimizer):
     lr, alpha, eps, max_norm = 7e-4, 0.99, 1e-5, 0.5
     algo = toy(learning_rate=lr, rmsprop_alpha=alpha, optimizer_eps=eps, max_grad_norm=max_norm, vf_coef=0.5,
-               ent_coef=0.01)
+               ent_coef=0.01, optimizer=optimizer)
     set_biases(algo, mu=0.25, log_std=math.log(2.0), v0=0.5)
-    # By hand: clip the gradient's global norm to 0.5, then torch's RMSprop
-    #   v ← α v + (1 − α) g²,  p ← p − lr · g / (√v + ε)      (square average starting at 0)
-    params, square_avg = [0.25, math.log(2.0), 0.5], [0.0, 0.0, 0.0]
+    # By hand: clip the gradient's global norm to 0.5, then
+    #   torch's RMSprop       v ← α v + (1 − α) g²,  p ← p − lr · g / (√v + ε)      (square average from 0)
+    #   TensorFlow 1's        v ← α v + (1 − α) g²,  p ← p − lr · g / √(v + ε)      (square average from 1)
+    tf_style = optimizer == "rmsprop_tf"
+    params, square_avg = [0.25, math.log(2.0), 0.5], [1.0 if tf_style else 0.0] * 3
     for step in range(2):
         stats = algo.update(*toy_batch())
         g = hand_gradient(*params)
@@ -106,7 +109,8 @@ def test_two_optimizer_steps_equal_hand_computed_clipped_rmsprop():
         assert stats["grad_norm"].item() == pytest.approx(norm, rel=1e-6)
         g = [x * min(1.0, max_norm / (norm + 1e-6)) for x in g]
         square_avg = [alpha * v + (1 - alpha) * x * x for v, x in zip(square_avg, g)]
-        params = [p - lr * x / (math.sqrt(v) + eps) for p, x, v in zip(params, g, square_avg)]
+        params = [p - lr * x / (math.sqrt(v + eps) if tf_style else math.sqrt(v) + eps)
+                  for p, x, v in zip(params, g, square_avg)]
         views, out = algo.agent.params.views, 1
         got = [views[f"policy.b{out}"][0, 0, 0].item(), views["log_std"][0, 0, 0].item(),
                views[f"value.b{out}"][0, 0, 0].item()]
