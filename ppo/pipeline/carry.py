@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections import Counter
+from dataclasses import dataclass
 import shutil
 import subprocess
 import sys
@@ -32,6 +33,7 @@ import torch
 
 from ..config.files import PROJECT_ROOT
 from ..training import records
+from ..training.driver import current_fingerprint
 
 STATE = PROJECT_ROOT / "grid-state"
 PUBLISHED = PROJECT_ROOT / "published"
@@ -62,34 +64,72 @@ def finished(relative: Path, runs: list[str], roots: list[Path]) -> bool:
                               for run in runs)
 
 
-def settings(path: Path) -> list | None:
-    """A group checkpoint's fingerprint (each run's id, task, seed and resolved config), as lists; None for a
-    file that is not one."""
+@dataclass(frozen=True)
+class Saved:
+    """What carry compares of a group checkpoint: how far it got, its runs, their settings (each run's id, task,
+    seed and resolved config, read as the training job reads them: ppo.training.driver.current_fingerprint) and the
+    commit its last part trained at. ``iteration`` is -1 for a file that is not a checkpoint."""
+
+    iteration: int
+    runs: tuple[str, ...] = ()
+    settings: tuple = ()
+    commit: str | None = None
+
+
+def read(path: Path) -> Saved:
     try:
-        return [list(entry) for entry in torch.load(path, weights_only=True, map_location="cpu")["fingerprint"]]
+        state = torch.load(path, weights_only=True, map_location="cpu")
+        parts = state.get("parts") or []
+        return Saved(int(state["iteration"]), tuple(str(entry[0]) for entry in state["fingerprint"]),
+                     tuple(_settings(entry) for entry in state["fingerprint"]),
+                     str(parts[-1].get("commit")) if parts and parts[-1].get("commit") else None)
     except Exception:  # noqa: BLE001 - any unreadable file means the same here
+        return Saved(-1)
+
+
+def _settings(entry) -> tuple:
+    try:
+        return tuple(current_fingerprint(entry))
+    except (IndexError, TypeError, ValueError):  # not a fingerprint the job writes: compared as it is
+        return tuple(entry)
+
+
+def trained_later(a: Saved, b: Saved, repo: Path = PROJECT_ROOT) -> bool | None:
+    """Whether ``a``'s last part ran code that descends from ``b``'s (git history of ``repo``); None when that is
+    unknown (a commit missing or unrecorded, the same commit, or neither descends from the other)."""
+    if not a.commit or not b.commit or a.commit == b.commit:
         return None
+    def descends(new: str, old: str) -> bool:
+        return subprocess.run(["git", "-C", str(repo), "merge-base", "--is-ancestor", old, new],
+                              capture_output=True).returncode == 0
+    return True if descends(a.commit, b.commit) else False if descends(b.commit, a.commit) else None
 
 
 def copy_newer(source: dict[Path, Path], target_root: Path, done: list[Path], settings_win: bool) -> list[str]:
     """Copy each source checkpoint to target_root/<relative> unless the target is as far or further, or the
-    checkpoint's runs are finished under ``done``. A target of other settings (the same runs' folders, another
-    config: a preset changed) is no older or newer than the source: ``settings_win`` says whether the source's
-    settings replace it (``save``: the grid's checkpoint is the one its code resumes or writes) or not (``restore``:
-    the training job itself sets a checkpoint of other settings aside and starts afresh). Iterations alone would keep
-    a stale checkpoint of more iterations for ever, restored on every machine over the new settings' progress."""
+    checkpoint's runs are finished under ``done``; a file that is not a checkpoint is never copied, and always
+    replaced. A target of other settings (the same runs' folders, another config: a preset changed) is no older or
+    newer than the source: the one whose last part trained at later code (git ancestry) wins; when that is unknown,
+    ``settings_win`` says whether the source does (``save``: the grid's checkpoint is the one its code resumes or
+    writes) or not (``restore``: the training job itself sets a checkpoint of other settings aside and starts
+    afresh). Iterations alone would keep a stale checkpoint of more iterations for ever, restored on every machine
+    over the new settings' progress."""
     copied = []
     for relative, path in source.items():
-        at, runs = progress(path)
+        ours = read(path)
         target = target_root / relative
-        if finished(relative, runs, done):
+        if ours.iteration < 0 or finished(relative, list(ours.runs), done):
             continue
         if target.exists():
-            other_settings = settings(target) != settings(path)
-            if (other_settings and not settings_win) or (not other_settings and progress(target)[0] >= at):
+            theirs = read(target)
+            if theirs.iteration >= 0 and theirs.settings == ours.settings and theirs.iteration >= ours.iteration:
                 continue
+            if theirs.iteration >= 0 and theirs.settings != ours.settings:
+                later = trained_later(ours, theirs)
+                if not (later if later is not None else settings_win):
+                    continue
         records.atomic_write(target, lambda tmp, path=path: shutil.copyfile(path, tmp))
-        copied.append(f"{relative} (iteration {at}: {', '.join(runs)})")
+        copied.append(f"{relative} (iteration {ours.iteration}: {', '.join(ours.runs)})")
     return copied
 
 
@@ -192,14 +232,7 @@ def revision(state: Path = STATE, studies: list[str] | None = None) -> tuple[str
     """(the commit the carried groups last trained at, how many groups each commit was last for): a grid that
     resumes them at other code says so (scripts/paper_grid.sh start). The most common commit when they disagree;
     None when nothing is carried or no part names its commit."""
-    last = Counter()
-    for path in checkpoints(state, studies).values():
-        try:
-            parts = torch.load(path, weights_only=True, map_location="cpu").get("parts") or []
-        except Exception:  # noqa: BLE001 - an unreadable file names no commit
-            continue
-        if parts and parts[-1].get("commit"):
-            last[str(parts[-1]["commit"])] += 1
+    last = Counter(saved.commit for saved in map(read, checkpoints(state, studies).values()) if saved.commit)
     return (last.most_common(1)[0][0] if last else None), last
 
 

@@ -7,7 +7,7 @@ import torch
 from killing import Killed, kill_at
 
 import ppo.envs.lockstep
-from ppo.config.run_config import RunConfig
+from ppo.config.run_config import SCHEMA_VERSION, RunConfig
 from ppo.config.settings import PPOSettings
 from ppo.pipeline import carry
 from ppo.training.driver import RunSpec, train_group
@@ -96,7 +96,8 @@ def fake_checkpoint(path, run, iteration, num_envs, horizon, total_steps, commit
     path.parent.mkdir(parents=True, exist_ok=True)
     config = json.dumps({"num_envs": num_envs, "horizon": horizon, "total_steps": total_steps})
     parts = [{"from_iteration": 0, "commit": commit} for commit in commits]
-    torch.save({"iteration": iteration, "fingerprint": [(run, "", "", config)], "parts": parts}, path)
+    fingerprint = [(run, "", 0, config, "{}", SCHEMA_VERSION)]  # as ppo.training.driver.train_group writes it
+    torch.save({"iteration": iteration, "fingerprint": fingerprint, "parts": parts}, path)
 
 
 def test_revision_is_the_commit_the_carried_groups_last_trained_at(tmp_path, capsys):
@@ -154,8 +155,35 @@ def test_a_checkpoint_of_other_settings_is_neither_older_nor_newer(tmp_path):
     assert carry.restore(grid, state) == []
     assert carry.progress(grid / "results" / name)[0] == 900
     assert carry.save(grid, state) == [f"{name} (iteration 900: {run})"]
-    assert carry.progress(state / name)[0] == 900 and carry.settings(state / name) == carry.settings(grid / "results" / name)
+    assert carry.read(state / name) == carry.read(grid / "results" / name)
     # of the same settings again, iterations decide as before: an older grid checkpoint is restored over
     fake_checkpoint(state / name, run, 1_000, 8, 5, 10_000_000)
     assert carry.restore(grid, state) == [f"{name} (iteration 1000: {run})"]
     assert carry.save(grid, state) == []
+
+
+def test_of_two_settings_the_later_code_wins_and_an_unreadable_file_never_does(tmp_path):
+    """Other settings under one name: the checkpoint whose last part trained at a descendant commit (this repository's
+    history) replaces the other, on restore as on save. A file that is not a checkpoint is never copied and always
+    replaced."""
+    import subprocess
+    older, newer = (subprocess.run(["git", "-C", str(carry.PROJECT_ROOT), "rev-parse", rev], capture_output=True,
+                                   text=True, check=True).stdout.strip() for rev in ("HEAD~1", "HEAD"))
+    grid, state = tmp_path / "grid", tmp_path / "grid-state"
+    name = "atari/paper/checkpoints/ALE_Pong-v5-65707be22dc57d54.pt"
+    run = "ALE/Pong-v5/atari_a2c/seed0"
+    # another machine carried the new settings' run (trained at the newer commit); this clone kept an old-settings one
+    fake_checkpoint(state / name, run, 900, 8, 5, 10_000_000, commits=(newer,))
+    fake_checkpoint(grid / "results" / name, run, 5_200, 16, 5, 10_000_000, commits=(older,))
+    assert carry.trained_later(carry.read(state / name), carry.read(grid / "results" / name)) is True
+    assert carry.restore(grid, state) == [f"{name} (iteration 900: {run})"]
+    # the other way round: the grid's is the later code, so restore keeps it and save carries it
+    fake_checkpoint(grid / "results" / name, run, 100, 4, 5, 10_000_000, commits=(older, newer))
+    fake_checkpoint(state / name, run, 5_200, 16, 5, 10_000_000, commits=(older,))
+    assert carry.restore(grid, state) == []
+    assert carry.save(grid, state) == [f"{name} (iteration 100: {run})"]
+    # not a checkpoint: never copied over one (the committed one stays), always replaced by one
+    (grid / "results" / name).write_bytes(b"not a checkpoint")
+    assert carry.save(grid, state) == [] and carry.read(state / name).iteration == 100
+    assert carry.restore(grid, state) == [f"{name} (iteration 100: {run})"]
+    assert carry.read(grid / "results" / name).iteration == 100
