@@ -290,4 +290,6 @@ def test_atari_finding_counts_each_kind_of_verdict():
     assert finding("reproduced", "reproduced, above the paper").startswith("**Atari, Table 6: reproduced**")
     assert finding("not reproduced, below the paper").startswith("**Atari, Table 6: not reproduced**")
     pending = finding("no verdict", "undecided at 2 seeds")
-    assert pending.startswith("**Atari, Table 6: no verdict yet**") and "1 game × algorithm cell(s) without" in pending
+    assert pending.startswith("**Atari, Table 6: 0 of 2 game × algorithm cells decided**")
+    assert "undecided on Breakout PPO" in pending and "1 game × algorithm cell(s) without" in pending
+    assert finding("no verdict", "no verdict").startswith("**Atari, Table 6: no verdict yet**")

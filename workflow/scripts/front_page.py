@@ -668,7 +668,7 @@ def atari_finding(results: tuple | None) -> str | None:
     undecided = cells[kinds.str.startswith("undecided")]
     pending = int((kinds == "no verdict").sum())
     done = len(reproduced) + len(not_reproduced)
-    head = ("no verdict yet" if not done else "reproduced" if len(reproduced) == len(lines) else
+    head = ("no verdict yet" if pending == len(lines) else "reproduced" if len(reproduced) == len(lines) else
             "not reproduced" if len(not_reproduced) == len(lines) else
             "partly reproduced" if len(reproduced) and len(not_reproduced) else
             f"{done} of {len(lines)} game × algorithm cells decided")
