@@ -132,13 +132,14 @@ case "${1:-status}" in
     # New runs take the code of $rev; carried runs resume under it too. Where the code they last trained with differs
     # in what training reads, say so: the goldens (tests/training/test_golden_records.py) tell whether their numerics
     # changed, and a run's parts record each part's commit
+    running && die "already running in $GRID (scripts/paper_grid.sh stop first)"
     if [ "${CHECKPOINTS:-1}" != 0 ] \
        && carried="$(cd "$REPO" && .venv/bin/python -m ppo.pipeline.carry revision --studies $(published_studies))" \
-       && [ "$carried" != "$rev" ] && ! git -C "$REPO" diff --quiet "$carried" "$rev" -- ppo experiments 2> /dev/null; then
+       && [ "$carried" != "$rev" ] && git -C "$REPO" cat-file -e "${carried}^{commit}" 2> /dev/null \
+       && ! git -C "$REPO" diff --quiet "$carried" "$rev" -- ppo experiments; then
       echo "paper_grid: the carried runs last trained at ${carried:0:10}; ppo/ or experiments/ differ at ${rev:0:10}" \
            "(git diff --stat ${carried:0:10} ${rev:0:10} -- ppo experiments): they resume under ${rev:0:10}"
     fi
-    running && die "already running in $GRID (scripts/paper_grid.sh stop first)"
     [ -d "$GRID/.git" ] || git clone -q --no-checkout "$REPO" "$GRID"
     git -C "$GRID" fetch -q "$REPO" "$rev"
     # the copies of published runs a start made (below) go first: a later revision that tracks them would refuse to
@@ -205,6 +206,7 @@ case "${1:-status}" in
     # CARRY_EVERY=MIN: the unfinished runs' checkpoints are committed (`carry`) every MIN minutes as well, so that a
     # session that ends without its closing carry loses at most MIN minutes per job (each carry adds about 10 MB per
     # Atari run to .git: 60-90 minutes is the trade)
+    [[ "${CARRY_EVERY:-0}" =~ ^[0-9]+$ ]] || die "CARRY_EVERY is a whole number of minutes, not ${CARRY_EVERY}"
     last_carry=$SECONDS
     while true; do
       was_running=0; { running || sb3_running; } && was_running=1
@@ -214,8 +216,10 @@ case "${1:-status}" in
              ${SEEDS:+--seeds "$SEEDS"} 2>&1)" || true
       echo "${out%%$'\n'*}"
       if [ -n "${CARRY_EVERY:-}" ] && [ "$was_running" = 1 ] && (( SECONDS - last_carry >= CARRY_EVERY * 60 )); then
-        # a carry that finds the repository busy (another git command) is tried again next round
-        out="$(bash "$REPO/scripts/paper_grid.sh" carry 2>&1)" && last_carry=$SECONDS
+        # under the publishes' lock (it commits too); a carry that finds the repository busy (another git command) is
+        # tried again next round
+        out="$(flock "$REPO/.git/paper_grid.publish.lock" bash "$REPO/scripts/paper_grid.sh" carry 2>&1)" \
+          && last_carry=$SECONDS
         echo "${out%%$'\n'*}"
       fi
       [ "$was_running" = 1 ] || break

@@ -89,3 +89,9 @@ def test_a_watch_carries_every_carry_every_minutes_while_its_grid_runs(tmp_path)
     assert carrying[-1].startswith(postponed)
     hourly = _watch_while_a_grid_runs(repo, tmp_path, "60")
     assert all(line.startswith(postponed) for line in hourly)  # 3 s is not 60 minutes
+    # not a whole number of minutes: refused at once (bash arithmetic would fail every round and never carry)
+    refused = subprocess.run(["bash", "scripts/paper_grid.sh", "watch", "0"], cwd=repo, capture_output=True, text=True,
+                             env={"PATH": "/usr/bin:/bin", "STUDIES": "table1", "GRID": str(tmp_path / "grid"),
+                                  "CARRY_EVERY": "1.5"}, timeout=60)
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert refused.stderr.strip() == "paper_grid: CARRY_EVERY is a whole number of minutes, not 1.5"
