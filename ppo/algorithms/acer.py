@@ -249,11 +249,11 @@ class ACER:
         self.average = self.average_net.params.flat.requires_grad_(False)
         with torch.no_grad():
             self.average.copy_(self.flat)
-        # RMSProp as baselines' acer_simple.py ran it (TensorFlow 1's: mean square from 1, ε inside the root), over one
-        # [G, P] tensor: elementwise, so G independent optimizers
-        self.optimizers = {"rmsprop_tf": make_rmsprop(self.flat, "rmsprop_tf", s.learning_rate, s.rmsprop_alpha,
-                                                      s.optimizer_eps)}
-        self.optimizer = self.optimizers["rmsprop_tf"]
+        # RMSprop over one [G, P] tensor: elementwise, so G independent optimizers (by default TensorFlow 1's, as
+        # baselines' acer_simple.py ran it: mean square from 1, ε inside the root)
+        self.optimizers = {s.optimizer: make_rmsprop(self.flat, s.optimizer, s.learning_rate, s.rmsprop_alpha,
+                                                     s.optimizer_eps)}
+        self.optimizer = self.optimizers[s.optimizer]
         self.batch_size = cfg.num_envs * cfg.horizon  # agent steps per run per iteration
         self.num_iterations = math.ceil(cfg.total_steps / self.batch_size)
         self.decay_iterations = math.ceil((s.lr_decay_steps or cfg.total_steps) / self.batch_size)

@@ -147,6 +147,8 @@ class ACERSettings:
     learning_rate: Pos = 7e-4
     lr_schedule: Schedule = "constant"
     lr_decay_steps: Steps | None = None  # env steps over which "linear" reaches 0 (None: total_steps)
+    # RMSProp as TensorFlow 1 ran it in baselines' ACER (ppo.nn.optim.TFStyleRMSprop) | torch.optim.RMSprop
+    optimizer: Literal["rmsprop_tf", "rmsprop"] = "rmsprop_tf"
     rmsprop_alpha: Fraction = 0.99  # RMSprop's decay of the squared-gradient average
     optimizer_eps: Pos = 1e-5
     q_coef: Coef = 0.5  # weight of the Q loss ½(Q_ret − Q(s, a))²
