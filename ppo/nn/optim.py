@@ -49,10 +49,10 @@ class TFStyleRMSprop(torch.optim.Optimizer):
         ms ← ms + (1 − α)·(g² − ms);    θ ← θ − lr · g / sqrt(ms + ε)
 
     (TF's ``ApplyRMSProp`` kernel; the slot ``rms`` is created by ``ones_initializer``). torch.optim.RMSprop starts
-    ms at 0 and divides by sqrt(ms) + ε. The two differ in more than the last bits: after the global gradient-norm
-    clip at 0.5 over the ~0.7M parameters of the Atari network a typical g² is ~1e-7, far below ε = 1e-5, so TF's
-    denominator is about sqrt(ε) ≈ 3e-3 where torch's is about |g|, a step several times larger; and torch's first
-    steps, with ms ≈ (1 − α)·g², are about 10·lr·sign(g) where TF's, with ms ≈ 1, are about lr·g.
+    ms at 0 and divides by sqrt(ms) + ε. The two differ in more than the last bits: torch's first steps, with
+    ms ≈ (1 − α)·g², are about 10·lr·sign(g) where TF's, with ms ≈ 1, are about lr·g (a warm-up of about
+    1/(1 − α) steps); later, where g² is not far above ε, TF's denominator sqrt(g² + ε) is the larger. On A2C's Atari
+    network (benchmarks/a2c_rmsprop_steps.py) torch's steps were 152× TF's over updates 2–251, 1.7–2.1× after 1,000.
 
     The state is the mean square per element (``square_avg``, the name torch's RMSprop uses, made at construction:
     a checkpoint always holds it). Elementwise, so one [G, P] buffer is G independent optimizers."""
