@@ -171,9 +171,10 @@ case "${1:-status}" in
         echo "paper_grid: $left SB3 reference runs on one core (log: $GRID/sb3.log)"
       fi
     fi
-    # Runs with a checkpoint first (the furthest, one per core): otherwise Snakemake may start new runs on every
-    # core, and a carried run waits for a whole run's time, its checkpoint only aging.
-    mapfile -t resumable < <(cd "$REPO" && .venv/bin/python -m ppo.pipeline.carry resumable --from "$GRID" ${RESUMABLE_SCOPE[@]+"${RESUMABLE_SCOPE[@]}"} | head -n "$grid_cores")
+    # Every run with a checkpoint before any new one: otherwise Snakemake may start new runs on every core, and a
+    # carried run waits for a whole run's time, its checkpoint only aging (with ATARI_VARIANTS=atari_ppo,atari_a2c, the
+    # carried PPO runs before new A2C ones). Among them, Snakemake's order.
+    mapfile -t resumable < <(cd "$REPO" && .venv/bin/python -m ppo.pipeline.carry resumable --from "$GRID" ${RESUMABLE_SCOPE[@]+"${RESUMABLE_SCOPE[@]}"})
     first=(); [ "${#resumable[@]}" -gt 0 ] && first=(--prioritize "${resumable[@]}")
     # The studies the dataset publishes (ppo.pipeline.publish.STUDIES: Table 1, Figure 3 and their checks), as the clone has them
     studies="${STUDIES:-$(cd "$GRID" && .venv/bin/python -c 'from ppo.pipeline.publish import STUDIES; print(",".join(STUDIES))')}"
