@@ -18,7 +18,7 @@
 #       Table 1 at ten seeds (issue 31): seeds 3-9 trained, 0-2 copied from published/; then STUDIES=figure3
 #   GRID_NAME=atari scripts/paper_grid.sh start|status|publish|watch|stop|carry
 #       the Atari paper scale's three games (./repro atari-three: the atari study's selection `three`, Pong,
-#       Breakout, BeamRider; ATARI_VARIANTS, default atari_ppo, then atari_ppo,atari_a2c), one run per job, in
+#       Breakout, BeamRider; PPO and A2C, or ATARI_VARIANTS=atari_ppo alone), one run per job, in
 #       ../atari-grid. A run is 3-5 h of one core, longer than a session: `carry` before a session ends, or the
 #       next machine starts it again.
 #   GRID_NAME=atari-checks scripts/paper_grid.sh start|status|publish|watch|stop|carry
@@ -54,11 +54,13 @@ case "${GRID_NAME:-mujoco}" in
     three="$(cd "$REPO" && .venv/bin/python -m ppo.pipeline.study --study atari --selection three --print tasks variants)" \
       || exit 1
     { read -r -a atari_tasks; read -r -a atari_variants; } <<< "$three"
-    GRID_CONFIG=("tasks=[$(IFS=,; echo "${atari_tasks[*]}")]" "variants=[${ATARI_VARIANTS:-atari_ppo}]")
+    # ATARI_VARIANTS (comma-separated) narrows the variants; by default the selection's, PPO's carried runs first (start)
+    ATARI_VARIANTS="${ATARI_VARIANTS:-$(IFS=,; echo "${atari_variants[*]}")}"
+    GRID_CONFIG=("tasks=[$(IFS=,; echo "${atari_tasks[*]}")]" "variants=[$ATARI_VARIANTS]")
     # status counts ./repro atari-three's 18 runs (PPO and A2C), not the study's 441
     STATUS_SCOPE=(--tasks "${atari_tasks[@]}" --variants "${atari_variants[@]}") RESULTS_PAGE=atari
     # runs with a checkpoint are put first, of the variants trained now only (Snakemake knows no others)
-    IFS=, read -r -a trained_variants <<< "${ATARI_VARIANTS:-atari_ppo}"; RESUMABLE_SCOPE=(--variants "${trained_variants[@]}") ;;
+    IFS=, read -r -a trained_variants <<< "$ATARI_VARIANTS"; RESUMABLE_SCOPE=(--variants "${trained_variants[@]}") ;;
   atari-checks)
     # The checks of the Atari half (experiments/studies/atari_checks.yaml: Breakout with the Nature CNN, docs/paper-scale.md
     # "Open: Breakout"), one run per job, on one core by default, in ../atari-checks; a publish writes
@@ -172,8 +174,8 @@ case "${1:-status}" in
       fi
     fi
     # Every run with a checkpoint before any new one: otherwise Snakemake may start new runs on every core, and a
-    # carried run waits for a whole run's time, its checkpoint only aging (with ATARI_VARIANTS=atari_ppo,atari_a2c, the
-    # carried PPO runs before new A2C ones). Among them, Snakemake's order.
+    # carried run waits for a whole run's time, its checkpoint only aging (the Atari grid: the carried PPO runs before
+    # new A2C ones). Among them, Snakemake's order.
     mapfile -t resumable < <(cd "$REPO" && .venv/bin/python -m ppo.pipeline.carry resumable --from "$GRID" ${RESUMABLE_SCOPE[@]+"${RESUMABLE_SCOPE[@]}"})
     first=(); [ "${#resumable[@]}" -gt 0 ] && first=(--prioritize "${resumable[@]}")
     # The studies the dataset publishes (ppo.pipeline.publish.STUDIES: Table 1, Figure 3 and their checks), as the clone has them
