@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections import Counter
-from dataclasses import dataclass
 import shutil
 import subprocess
 import sys
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -44,16 +44,6 @@ def checkpoints(results: Path, studies: list[str] | None = None) -> dict[Path, P
     when given."""
     found = {path.relative_to(results): path for path in sorted(results.glob("*/*/checkpoints/*.pt"))}
     return {relative: path for relative, path in found.items() if studies is None or relative.parts[0] in studies}
-
-
-def progress(path: Path) -> tuple[int, list[str]]:
-    """(the iteration a group checkpoint was saved at, its runs' ids); (-1, []) for a file that is not one
-    (never preferred; the training job sets it aside as it does any unreadable checkpoint)."""
-    try:
-        state = torch.load(path, weights_only=True, map_location="cpu")
-        return int(state["iteration"]), [str(entry[0]) for entry in state["fingerprint"]]
-    except Exception:  # noqa: BLE001 - any unreadable file means the same here
-        return -1, []
 
 
 def finished(relative: Path, runs: list[str], roots: list[Path]) -> bool:
@@ -140,7 +130,7 @@ def in_variants(run: str, variants: list[str] | None) -> bool:
 
 def of_variants(path: Path, variants: list[str] | None) -> bool:
     """Whether a group checkpoint holds a run of ``variants`` (None: any)."""
-    return variants is None or any(in_variants(run, variants) for run in progress(path)[1])
+    return variants is None or any(in_variants(run, variants) for run in read(path).runs)
 
 
 def save(grid: Path, state: Path = STATE, studies: list[str] | None = None,
@@ -153,7 +143,7 @@ def save(grid: Path, state: Path = STATE, studies: list[str] | None = None,
         raise FileNotFoundError(f"{results}: no grid here (scripts/paper_grid.sh start makes one)")
     done = [results, PUBLISHED]
     running = {r: p for r, p in checkpoints(results, studies).items()
-               if of_variants(p, variants) and not finished(r, progress(p)[1], done)}
+               if of_variants(p, variants) and not finished(r, list(read(p).runs), done)}
     changes = copy_newer(running, state, done, settings_win=True)
     for relative, path in checkpoints(state, studies).items():
         if relative not in running and of_variants(path, variants):
@@ -186,7 +176,8 @@ def resumable(grid: Path, variants: list[str] | None = None) -> list[Path]:
     done = [results, PUBLISHED]
     found = []
     for relative, path in checkpoints(results).items():
-        at, runs = progress(path)
+        saved = read(path)
+        at, runs = saved.iteration, list(saved.runs)
         runs = [run for run in runs if in_variants(run, variants)]
         if at > 0 and runs and not finished(relative, runs, done):
             study_scale = relative.parent.parent

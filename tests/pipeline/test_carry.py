@@ -32,7 +32,7 @@ def test_the_furthest_checkpoint_travels_and_a_finished_group_leaves(tmp_path, m
     machine_a, machine_b, state = tmp_path / "a", tmp_path / "b", tmp_path / "grid-state"
     train_until_killed(machine_a, monkeypatch, 128 * 3 + 5)  # checkpoint after iteration 3
     assert [c.split(" (")[0] for c in carry.save(machine_a, state)] == [CKPT]
-    assert carry.progress(state / CKPT) == (3, ["Hopper-v5/clip_0.2/seed7"])
+    assert (carry.read(state / CKPT).iteration, carry.read(state / CKPT).runs) == (3, ("Hopper-v5/clip_0.2/seed7",))
 
     assert carry.resumable(machine_a) == [Path("results/table1/paper/runs/Hopper-v5/clip_0.2/seed7/manifest.json")]
     assert carry.resumable(machine_b) == []
@@ -47,8 +47,8 @@ def test_the_furthest_checkpoint_travels_and_a_finished_group_leaves(tmp_path, m
                         checkpoint_every=1)
     assert any("resumed from" in m for m in messages)
     carry.save(machine_b, state)
-    assert carry.progress(state / CKPT)[0] == 5
-    assert len(carry.restore(machine_a, state)) == 1 and carry.progress(machine_a / "results" / CKPT)[0] == 5
+    assert carry.read(state / CKPT).iteration == 5
+    assert len(carry.restore(machine_a, state)) == 1 and carry.read(machine_a / "results" / CKPT).iteration == 5
     assert carry.restore(machine_a, state) == []  # as far already: nothing to copy
     # how far it got, in agent steps (5 iterations x 128 steps x 1 env of the 1,024) and where: A's part, then B's
     [line] = carry.unfinished(machine_a)
@@ -153,7 +153,7 @@ def test_a_checkpoint_of_other_settings_is_neither_older_nor_newer(tmp_path):
     fake_checkpoint(state / name, run, 5_200, 16, 5, 10_000_000)  # torch's RMSprop, 0.42M steps
     fake_checkpoint(grid / "results" / name, run, 900, 8, 5, 10_000_000)  # other settings (here num_envs), 36k steps
     assert carry.restore(grid, state) == []
-    assert carry.progress(grid / "results" / name)[0] == 900
+    assert carry.read(grid / "results" / name).iteration == 900
     assert carry.save(grid, state) == [f"{name} (iteration 900: {run})"]
     assert carry.read(state / name) == carry.read(grid / "results" / name)
     # of the same settings again, iterations decide as before: an older grid checkpoint is restored over
