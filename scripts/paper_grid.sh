@@ -131,10 +131,10 @@ publish_and_commit() {
 case "${1:-status}" in
   start)
     rev="$(git -C "$REPO" rev-parse "${2:-HEAD}")"
+    running && die "already running in $GRID (scripts/paper_grid.sh stop first)"
     # New runs take the code of $rev; carried runs resume under it too. Where the code they last trained with differs
     # in what training reads, say so: the goldens (tests/training/test_golden_records.py) tell whether their numerics
     # changed, and a run's parts record each part's commit
-    running && die "already running in $GRID (scripts/paper_grid.sh stop first)"
     if [ "${CHECKPOINTS:-1}" != 0 ] \
        && carried="$(cd "$REPO" && .venv/bin/python -m ppo.pipeline.carry revision --studies $(published_studies))" \
        && [ "$carried" != "$rev" ] && git -C "$REPO" cat-file -e "${carried}^{commit}" 2> /dev/null \
