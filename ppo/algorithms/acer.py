@@ -330,8 +330,10 @@ class ACER:
         with torch.no_grad():
             keep = None if active is None or bool(active.all()) else torch.nonzero(~active).squeeze(1)
             if keep is not None:
-                saved = (flat[keep].clone(), self.average[keep].clone(),
-                         self.optimizer.state[flat]["square_avg"][keep].clone())
+                # torch's RMSprop makes its state at the first step (TF-style's exists from the start): 0 until then
+                state = self.optimizer.state[flat]
+                square_avg = state["square_avg"][keep].clone() if "square_avg" in state else 0.0
+                saved = (flat[keep].clone(), self.average[keep].clone(), square_avg)
             self.optimizer.step()
             # θ_avg ← α θ_avg + (1 − α) θ, after the step (baselines: the EMA op runs after the optimizer's)
             self.average.mul_(s.average_policy_decay).add_(flat, alpha=1 - s.average_policy_decay)

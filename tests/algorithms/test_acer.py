@@ -358,3 +358,15 @@ def test_acer_settings_are_checked():
     with pytest.raises(ValueError, match="time_limit 'terminal' only"):
         ACER(SimpleNamespace(cfg=build_config({**base, "time_limit": "bootstrap"}, "test"),
                              envs=SimpleNamespace(obs_shape=(4, 84, 84), num_actions=3), num_runs=1))
+
+
+@pytest.mark.parametrize("optimizer", ["rmsprop_tf", "rmsprop"])
+def test_a_run_masked_out_of_the_very_first_step_keeps_its_optimizer_state(optimizer):
+    """torch's RMSprop makes its mean square at the first step, TF-style's has it from the start (ones): a run
+    masked out of that first step keeps what it had (zeros for torch's, ones for TF-style's)."""
+    algo = toy(num_runs=2, optimizer=optimizer)
+    theta0 = algo.flat.detach().clone()
+    algo.step(random_segment(2, seed=8), active=torch.tensor([True, False]))
+    assert torch.equal(algo.flat[1], theta0[1]) and not torch.equal(algo.flat[0], theta0[0])
+    start = 1.0 if optimizer == "rmsprop_tf" else 0.0
+    assert torch.equal(algo.optimizer.state[algo.flat]["square_avg"][1], torch.full_like(theta0[1], start))
