@@ -59,7 +59,7 @@ case "${GRID_NAME:-mujoco}" in
     GRID_CONFIG=("tasks=[$(IFS=,; echo "${atari_tasks[*]}")]" "variants=[$ATARI_VARIANTS]")
     # status counts ./repro atari-three's 18 runs (PPO and A2C), not the study's 441
     STATUS_SCOPE=(--tasks "${atari_tasks[@]}" --variants "${atari_variants[@]}") RESULTS_PAGE=atari
-    # runs with a checkpoint are put first, of the variants trained now only (Snakemake knows no others)
+    # the runs with a checkpoint that start first (counted by start), of the variants trained now only
     IFS=, read -r -a trained_variants <<< "$ATARI_VARIANTS"; RESUMABLE_SCOPE=(--variants "${trained_variants[@]}") ;;
   atari-checks)
     # The checks of the Atari half (experiments/studies/atari_checks.yaml: Breakout with the Nature CNN, docs/paper-scale.md
@@ -173,20 +173,17 @@ case "${1:-status}" in
         echo "paper_grid: $left SB3 reference runs on one core (log: $GRID/sb3.log)"
       fi
     fi
-    # Every run with a checkpoint before any new one: otherwise Snakemake may start new runs on every core, and a
-    # carried run waits for a whole run's time, its checkpoint only aging (the Atari grid: the carried PPO runs before
-    # new A2C ones). Among them, Snakemake's order.
+    # Every run with a checkpoint starts before any new one, the furthest first: the training rule's priority
+    # (ppo.pipeline.carry.train_priority). Counted here for the message.
     mapfile -t resumable < <(cd "$REPO" && .venv/bin/python -m ppo.pipeline.carry resumable --from "$GRID" ${RESUMABLE_SCOPE[@]+"${RESUMABLE_SCOPE[@]}"})
-    first=(); [ "${#resumable[@]}" -gt 0 ] && first=(--prioritize "${resumable[@]}")
     # The studies the dataset publishes (ppo.pipeline.publish.STUDIES: Table 1, Figure 3 and their checks), as the clone has them
     studies="${STUDIES:-$(cd "$GRID" && .venv/bin/python -c 'from ppo.pipeline.publish import STUDIES; print(",".join(STUDIES))')}"
     echo "$(date -Is) start $rev studies=[$studies] ${GRID_CONFIG[*]} group_size=$GROUP_SIZE cores=$grid_cores" >> "$GRID/grid.history"
     background "$GRID/grid.pid" "$LOG" \
       "$GRID/.venv/bin/snakemake" --directory "$GRID" --snakefile "$GRID/workflow/Snakefile" \
       --cores "$grid_cores" --keep-going --rerun-incomplete --rerun-triggers mtime params input software-env \
-      ${first[@]+"${first[@]}"} \
       --config "studies=[$studies]" scale="${SCALE:-paper}" group_size="$GROUP_SIZE" ${GRID_CONFIG[@]+"${GRID_CONFIG[@]}"}
-    echo "paper_grid: training in $GRID at ${rev:0:10} on $grid_cores cores (log: $LOG)${resumable[0]:+; first, ${#resumable[@]} runs with a checkpoint}"
+    echo "paper_grid: training in $GRID at ${rev:0:10} on $grid_cores cores (log: $LOG)${resumable[0]:+; first, ${#resumable[@]} runs with a checkpoint, the furthest first}"
     ;;
   status)
     if running; then echo "running in $GRID"; else echo "not running"; fi

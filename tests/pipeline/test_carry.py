@@ -127,6 +127,23 @@ def test_resumable_puts_the_largest_share_of_budget_first_of_the_grids_variants(
     assert carry.resumable(tmp_path, ["atari_ppo"]) == [Path(manifest("atari_ppo/seed1"))]
 
 
+def test_train_priority_puts_resumed_groups_first_the_furthest_first_then_new_ones_longest_first(tmp_path):
+    """The order the grid's Snakemake starts training jobs in (workflow/rules/train.smk)."""
+    far, near = tmp_path / "far.pt", tmp_path / "near.pt"
+    fake_checkpoint(far, "ALE/Pong-v5/atari_ppo/seed1", 6_030, 8, 128, 10_000_000)  # 62 % of its budget
+    fake_checkpoint(near, "ALE/Breakout-v5/atari_ppo/seed2", 250, 8, 128, 10_000_000)  # 2.6 %
+    at_start = tmp_path / "at_start.pt"
+    fake_checkpoint(at_start, "ALE/Pong-v5/atari_a2c/seed0", 0, 8, 5, 10_000_000)  # nothing trained: a new group
+    not_a_checkpoint = tmp_path / "broken.pt"
+    not_a_checkpoint.write_bytes(b"not a checkpoint")
+    priorities = {name: carry.train_priority(seconds, path) for name, seconds, path in [
+        ("far", 100, far), ("near", 50_000, near), ("long", 90_000, tmp_path / "absent.pt"),
+        ("short", 1_000.7, tmp_path / "absent.pt"), ("at_start", 20_000, at_start), ("broken", 10, not_a_checkpoint)]}
+    assert sorted(priorities, key=priorities.get, reverse=True) == ["far", "near", "long", "at_start", "short", "broken"]
+    assert priorities["far"] == carry.RESUMED_PRIORITY + 617_472  # 6,030 × 8 × 128 of 10M steps, in millionths
+    assert priorities["short"] == 1_000 and priorities["broken"] == 10
+
+
 def test_save_carries_the_variants_trained_now_and_leaves_the_others(tmp_path):
     grid, state = tmp_path / "grid", tmp_path / "grid-state"
     checkpoints = grid / "results/atari/paper/checkpoints"

@@ -13,6 +13,7 @@ from ppo.config.errors import ConfigError
 from ppo.config.registry import algorithm_spec
 from ppo.envs import family_of
 from ppo.envs.family import task_name
+from ppo.pipeline import carry
 from ppo.pipeline import study as ppo_study
 from ppo.pipeline.plan import write_plan
 from ppo.pipeline.publish import published_random
@@ -206,6 +207,12 @@ def expected_seconds(study, group):
     its ordering matters: the longest jobs start first."""
     speeds = config.get("sim_steps_per_second") or {}
     return family_of(group.task).seconds_per_step(group.task, len(group.runs), speeds) * study.total_steps
+
+
+def train_priority(study, group):
+    """Groups with a checkpoint first, the furthest first; then new ones, the longest first (ppo.pipeline.carry)."""
+    saved = layout.checkpoint_path("results", study, group.task, [run_dir(study, r) for r in group.runs])
+    return carry.train_priority(expected_seconds(study, group), saved)  # (`checkpoint` is Snakemake's keyword)
 
 
 def memory_mb(study, group):

@@ -23,7 +23,7 @@ for _study, _group in GROUPS:
         benchmark:
             f"{benchmarks_dir(_study)}/{_job}.tsv"
         threads: config["torch_threads"]
-        priority: int(expected_seconds(_study, _group))  # longest first: balances the cores
+        priority: train_priority(_study, _group)
         resources:
             mem_mb=memory_mb(_study, _group),
             runtime=runtime_minutes(_study, _group),  # minutes; a job over its time limit is killed
