@@ -77,13 +77,13 @@ def copy_runs(runs: list[PlannedRun]) -> None:
         write_copy(run.source, manifest, run.folder, run.meta)
 
 
-def train(plan: Plan, checkpoint_every: int) -> int:
+def train(plan: Plan, checkpoint_every: int, checkpoint_seconds: float = 0.0) -> int:
     """Train the plan's group, resuming from its checkpoint if one is there; the exit status."""
     specs = [RunSpec(r.run_id, r.task, r.config, r.seed, r.folder, meta=r.meta) for r in plan.runs]
     print(f"group of {len(specs)} runs of {specs[0].task}, {specs[0].config.total_steps:,} steps each", flush=True)
     try:
         train_group(specs, log=lambda msg: print(msg, flush=True), checkpoint=plan.checkpoint,
-                    checkpoint_every=checkpoint_every)
+                    checkpoint_every=checkpoint_every, checkpoint_seconds=checkpoint_seconds)
     except OSError as err:
         if err.errno != errno.ENOSPC:
             raise
@@ -100,6 +100,8 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--checkpoint-every", type=int, default=10,
                    help="save the group's state every N updates (0 = never); a restarted job resumes from it")
+    p.add_argument("--checkpoint-seconds", type=float, default=0.0,
+                   help="and at least this many seconds after the last save (0: every N updates)")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     try:
@@ -113,7 +115,7 @@ def main(argv=None) -> int:
         print(f"error: {problem}; nothing was trained or changed", file=sys.stderr)
         return 2
     if plan.job == "train":
-        return train(plan, args.checkpoint_every)
+        return train(plan, args.checkpoint_every, args.checkpoint_seconds)
     try:
         copy_runs(list(plan.runs))
     except ConfigError as err:

@@ -125,10 +125,13 @@ def iteration_stats(stats: dict, algo, spec) -> tuple[dict[str, np.ndarray], np.
 
 
 def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
-                checkpoint_every: int = 0, max_iterations: int | None = None) -> list[RunResult]:
+                checkpoint_every: int = 0, max_iterations: int | None = None,
+                checkpoint_seconds: float = 0.0) -> list[RunResult]:
     """Train the runs of ``specs`` together. With ``checkpoint``, the whole group state is saved there
-    every ``checkpoint_every`` iterations and a later call resumes from it, with records identical to an
-    uninterrupted run (tests/training/test_checkpoint.py). ``max_iterations`` stops after that many iterations,
+    every ``checkpoint_every`` iterations, once ``checkpoint_seconds`` have passed since the last save (or the
+    start), and a later call resumes from it, with records identical to an uninterrupted run
+    (tests/training/test_checkpoint.py). The seconds bound the cost of saving where iterations are short and the
+    state large: A2C on Atari updates every 80 agent steps (0.1 s) and its checkpoint holds every update's records. ``max_iterations`` stops after that many iterations,
     the records then being the start of the full runs' (``ppo.training.verify``); such records are never written."""
     if max_iterations is not None and any(s.out_dir is not None for s in specs):
         raise ValueError("max_iterations trains the start of a run only: its records are not to be written")
@@ -161,7 +164,7 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
             except Exception as err:  # noqa: BLE001 - half-restored state: set the file aside, start afresh
                 ctx.envs.close()
                 set_aside(Path(checkpoint), err, log)
-                return train_group(specs, log, checkpoint, checkpoint_every)
+                return train_group(specs, log, checkpoint, checkpoint_every, checkpoint_seconds=checkpoint_seconds)
             log(f"resumed from {checkpoint} at iteration {progress.iteration + 1}")
 
     def budget_left() -> np.ndarray:
@@ -169,7 +172,7 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
             return np.full(G, progress.iteration < algo.num_iterations)
         return ctx.log.steps < cfg.total_steps  # CEM: generations until each run spent its steps
 
-    last_log = 0.0
+    last_log, last_save = 0.0, time.perf_counter()
     while (progress.alive.any() and (budget_left() & progress.alive).any()
            and (max_iterations is None or progress.iteration < max_iterations)):
         t0 = time.perf_counter()
@@ -187,8 +190,10 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
             last_log = time.perf_counter()
             steps_per_second = float((ctx.log.steps - steps_before).sum()) / seconds
             log(progress_line(progress, ctx, cfg.total_steps, done, steps_per_second))
-        if checkpoint is not None and checkpoint_every and progress.iteration % checkpoint_every == 0:
+        if (checkpoint is not None and checkpoint_every and progress.iteration % checkpoint_every == 0
+                and time.perf_counter() - last_save >= checkpoint_seconds):
             save_checkpoint()
+            last_save = time.perf_counter()
     ctx.envs.close()
 
     results = [group_result(g, spec_g, ctx, progress) for g, spec_g in enumerate(specs)]

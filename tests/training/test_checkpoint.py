@@ -57,6 +57,23 @@ def test_resume_gives_identical_records(tmp_path, monkeypatch, uninterrupted, wh
     assert not ckpt.exists()  # finished: the checkpoint is gone
 
 
+def test_checkpoint_seconds_bound_how_often_the_group_saves(tmp_path, monkeypatch, uninterrupted):
+    """checkpoint_every=1 saves after each of the 8 updates; with an hour between saves, none of them does (the
+    whole group trains in seconds), and the records are the same."""
+    saved = []
+    write = records.atomic_write
+    monkeypatch.setattr(records, "atomic_write", lambda path, fn: (saved.append(path), write(path, fn))[1])
+    for seconds, saves in [(0.0, 8), (3600.0, 0)]:
+        saved.clear()
+        ckpt = tmp_path / f"every_{seconds:.0f}s.ckpt"
+        results = train_group(specs(), log=lambda _: None, checkpoint=ckpt, checkpoint_every=1,
+                              checkpoint_seconds=seconds)
+        assert len(results[0].updates) == 8 and saved.count(ckpt) == saves, seconds
+        for (e1, u1, _), (e2, u2, _) in zip(uninterrupted, comparable(results)):
+            pd.testing.assert_frame_equal(e1, e2, check_exact=True)
+            pd.testing.assert_frame_equal(u1, u2, check_exact=True)
+
+
 def test_checkpoint_of_other_runs_is_not_used(tmp_path):
     ckpt = tmp_path / "group.ckpt"
     short = dataclasses.replace(CFG, total_steps=512)

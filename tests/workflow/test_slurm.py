@@ -106,7 +106,7 @@ def test_smoke_training_on_slurm_survives_scancel(cluster, project):
     with output.open("w") as out:
         pipeline = subprocess.Popen(
             [sys.executable, "-m", "snakemake", *targets, "--profile", "profiles/slurm",
-             "--config", f"studies=[{STUDY}]", f"scale={SCALE}", "group_size=0", "checkpoint_every=1"],
+             "--config", f"studies=[{STUDY}]", f"scale={SCALE}", "group_size=0", "checkpoint_every=1", "checkpoint_seconds=0"],
             cwd=project, env=cluster, stdout=out, stderr=subprocess.STDOUT)
     try:
         # Cancel the training job right after its first checkpoint (the smoke scale has 2 updates).

@@ -18,6 +18,7 @@ for _study, _group in GROUPS:
             run_outputs(_study, _group.runs),
         params:
             checkpoint_every=config["checkpoint_every"],
+            checkpoint_seconds=config["checkpoint_seconds"],
         log:
             f"{log_dir(_study)}/{_job}.log",
         benchmark:
@@ -29,7 +30,7 @@ for _study, _group in GROUPS:
             runtime=runtime_minutes(_study, _group),  # minutes; a job over its time limit is killed
         shell:
             "python -m ppo.pipeline.job --plan {input.plan:q} --threads {threads:q} "
-            "--checkpoint-every {params.checkpoint_every:q} > {log:q} 2>&1"
+            "--checkpoint-every {params.checkpoint_every:q} --checkpoint-seconds {params.checkpoint_seconds:q} > {log:q} 2>&1"
 
 
 # Runs another study already trains (see SHARED in common.smk), or published with the project, are copied from
