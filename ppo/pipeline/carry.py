@@ -66,9 +66,19 @@ class Saved:
     commit: str | None = None
 
 
+# A checkpoint above this stays on its machine: ACER's holds its replay buffer of frames (about 6.8 GB per run at
+# baselines' settings), no file for a repository; Atari's PPO and A2C checkpoints are 8-35 MB.
+MAX_CARRIED_BYTES = 200 * 2**20
+
+
+def load(path: Path) -> dict:
+    """A checkpoint's contents, its tensors mapped from the file rather than read (a replay buffer is GBs)."""
+    return torch.load(path, weights_only=True, map_location="cpu", mmap=True)
+
+
 def read(path: Path) -> Saved:
     try:
-        state = torch.load(path, weights_only=True, map_location="cpu")
+        state = load(path)
         parts = state.get("parts") or []
         return Saved(int(state["iteration"]), tuple(str(entry[0]) for entry in state["fingerprint"]),
                      tuple(_settings(entry) for entry in state["fingerprint"]),
@@ -144,7 +154,10 @@ def save(grid: Path, state: Path = STATE, studies: list[str] | None = None,
     done = [results, PUBLISHED]
     running = {r: p for r, p in checkpoints(results, studies).items()
                if of_variants(p, variants) and not finished(r, list(read(p).runs), done)}
-    changes = copy_newer(running, state, done, settings_win=True)
+    too_large = {r: p.stat().st_size for r, p in running.items() if p.stat().st_size > MAX_CARRIED_BYTES}
+    changes = copy_newer({r: p for r, p in running.items() if r not in too_large}, state, done, settings_win=True)
+    changes += [f"{r}: not carried ({size / 2**30:.1f} GiB, above {MAX_CARRIED_BYTES // 2**20} MiB): it resumes on "
+                "this machine only" for r, size in too_large.items()]
     for relative, path in checkpoints(state, studies).items():
         if relative not in running and of_variants(path, variants):
             path.unlink()
@@ -161,7 +174,7 @@ def budget_fraction(path: Path) -> float:
     """How much of its runs' budget a group checkpoint holds (agent steps done / total steps); 0 for a file that
     is not one. Iterations do not compare across algorithms (A2C's are 5 steps per environment, PPO's 128)."""
     try:
-        state = torch.load(path, weights_only=True, map_location="cpu")
+        state = load(path)
         config = json.loads(state["fingerprint"][0][3])
         return int(state["iteration"]) * int(config["num_envs"]) * int(config["horizon"]) / int(config["total_steps"])
     except Exception:  # noqa: BLE001 - any unreadable file means the same here
@@ -205,7 +218,7 @@ def unfinished(grid: Path) -> list[str]:
     results, lines = grid / "results", []
     for relative, path in checkpoints(results).items():
         try:
-            state = torch.load(path, weights_only=True, map_location="cpu")
+            state = load(path)
             config = json.loads(state["fingerprint"][0][3])
             total = int(config["total_steps"])
             done = min(total, int(state["iteration"]) * int(config["num_envs"]) * int(config["horizon"]))

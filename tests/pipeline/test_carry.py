@@ -144,6 +144,20 @@ def test_train_priority_puts_resumed_groups_first_the_furthest_first_then_new_on
     assert priorities["short"] == 1_000 and priorities["broken"] == 10
 
 
+def test_a_checkpoint_too_large_for_the_repository_stays_on_its_machine(tmp_path, monkeypatch):
+    """ACER's checkpoint holds its replay buffer (GBs at baselines' settings): save names it and commits nothing."""
+    grid, state = tmp_path / "grid", tmp_path / "grid-state"
+    checkpoints = grid / "results/atari/paper/checkpoints"
+    fake_checkpoint(checkpoints / "acer.pt", "ALE/Pong-v5/atari_acer/seed0", 100, 16, 20, 10_000_000)
+    fake_checkpoint(checkpoints / "ppo.pt", "ALE/Pong-v5/atari_ppo/seed1", 1_172, 8, 128, 10_000_000)
+    monkeypatch.setattr(carry, "MAX_CARRIED_BYTES", (checkpoints / "ppo.pt").stat().st_size)
+    (checkpoints / "acer.pt").write_bytes((checkpoints / "acer.pt").read_bytes() + bytes(4096))  # a larger file
+    changes = carry.save(grid, state)
+    assert sorted(p.name for p in (state / "atari/paper/checkpoints").iterdir()) == ["ppo.pt"]
+    assert [c for c in changes if "acer" in c] == [
+        "atari/paper/checkpoints/acer.pt: not carried (0.0 GiB, above 0 MiB): it resumes on this machine only"]
+
+
 def test_save_carries_the_variants_trained_now_and_leaves_the_others(tmp_path):
     grid, state = tmp_path / "grid", tmp_path / "grid-state"
     checkpoints = grid / "results/atari/paper/checkpoints"
