@@ -124,15 +124,21 @@ def iteration_stats(stats: dict, algo, spec) -> tuple[dict[str, np.ndarray], np.
     return stats, finite, rollout_seconds
 
 
+# With checkpoint_seconds, the gap after a save is at least this many times the save's own duration: ACER's
+# checkpoint holds its replay buffer (GBs), whose save may take longer than a minute's share
+SAVE_TIME_FACTOR = 100
+
+
 def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
                 checkpoint_every: int = 0, max_iterations: int | None = None,
                 checkpoint_seconds: float = 0.0) -> list[RunResult]:
     """Train the runs of ``specs`` together. With ``checkpoint``, the whole group state is saved there
-    every ``checkpoint_every`` iterations, once ``checkpoint_seconds`` have passed since the last save (or the
-    start), and a later call resumes from it, with records identical to an uninterrupted run
-    (tests/training/test_checkpoint.py). The seconds bound the cost of saving where iterations are short and the
-    state large: A2C on Atari updates every 80 agent steps (0.1 s) and its checkpoint holds every update's records. ``max_iterations`` stops after that many iterations,
-    the records then being the start of the full runs' (``ppo.training.verify``); such records are never written."""
+    every ``checkpoint_every`` iterations, and a later call resumes from it, with records identical to an
+    uninterrupted run (tests/training/test_checkpoint.py). With ``checkpoint_seconds``, a save also waits that long
+    after the last one (or the start), and SAVE_TIME_FACTOR times the last save's duration: A2C on Atari updates
+    every 80 agent steps (0.09 s) and its checkpoint holds every update's records (benchmarks/checkpoint_cost.py).
+    ``max_iterations`` stops after that many iterations, the records then being the start of the full runs'
+    (``ppo.training.verify``); such records are never written."""
     if max_iterations is not None and any(s.out_dir is not None for s in specs):
         raise ValueError("max_iterations trains the start of a run only: its records are not to be written")
     check_group(specs)
@@ -172,7 +178,7 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
             return np.full(G, progress.iteration < algo.num_iterations)
         return ctx.log.steps < cfg.total_steps  # CEM: generations until each run spent its steps
 
-    last_log, last_save = 0.0, time.perf_counter()
+    last_log, last_save, gap = 0.0, time.perf_counter(), checkpoint_seconds
     while (progress.alive.any() and (budget_left() & progress.alive).any()
            and (max_iterations is None or progress.iteration < max_iterations)):
         t0 = time.perf_counter()
@@ -191,9 +197,12 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
             steps_per_second = float((ctx.log.steps - steps_before).sum()) / seconds
             log(progress_line(progress, ctx, cfg.total_steps, done, steps_per_second))
         if (checkpoint is not None and checkpoint_every and progress.iteration % checkpoint_every == 0
-                and time.perf_counter() - last_save >= checkpoint_seconds):
+                and time.perf_counter() - last_save >= gap):
+            started = time.perf_counter()
             save_checkpoint()
             last_save = time.perf_counter()
+            if checkpoint_seconds:  # saving keeps to about 1 % of the time, however large the state
+                gap = max(checkpoint_seconds, SAVE_TIME_FACTOR * (last_save - started))
     ctx.envs.close()
 
     results = [group_result(g, spec_g, ctx, progress) for g, spec_g in enumerate(specs)]

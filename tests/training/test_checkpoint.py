@@ -59,13 +59,15 @@ def test_resume_gives_identical_records(tmp_path, monkeypatch, uninterrupted, wh
 
 def test_checkpoint_seconds_bound_how_often_the_group_saves(tmp_path, monkeypatch, uninterrupted):
     """checkpoint_every=1 saves after each of the 8 updates; with an hour between saves, none of them does (the
-    whole group trains in seconds), and the records are the same."""
+    whole group trains in seconds); with a gap of a million times the last save's duration, only the first does.
+    The records are the same."""
     saved = []
     write = records.atomic_write
     monkeypatch.setattr(records, "atomic_write", lambda path, fn: (saved.append(path), write(path, fn))[1])
-    for seconds, saves in [(0.0, 8), (3600.0, 0)]:
+    for seconds, factor, saves in [(0.0, 100, 8), (3600.0, 100, 0), (1e-9, 1e6, 1)]:
+        monkeypatch.setattr(ppo.training.driver, "SAVE_TIME_FACTOR", factor)
         saved.clear()
-        ckpt = tmp_path / f"every_{seconds:.0f}s.ckpt"
+        ckpt = tmp_path / f"every_{seconds}s.ckpt"
         results = train_group(specs(), log=lambda _: None, checkpoint=ckpt, checkpoint_every=1,
                               checkpoint_seconds=seconds)
         assert len(results[0].updates) == 8 and saved.count(ckpt) == saves, seconds
