@@ -16,6 +16,13 @@ CFG = RunConfig(total_steps=1024, horizon=128, ppo=PPOSettings(epochs=1, minibat
 CKPT = "table1/paper/checkpoints/Hopper-v5-abc.pt"
 
 
+@pytest.fixture(autouse=True)
+def nothing_published(tmp_path, monkeypatch):
+    """The repository's published/ grows as the grids publish (Pong's PPO seed 1 on 2026-11-28 turned three of these
+    tests red): here no run is published unless a test says so."""
+    monkeypatch.setattr(carry, "PUBLISHED", tmp_path / "published")
+
+
 def spec(grid):
     return RunSpec("Hopper-v5/clip_0.2/seed7", "Hopper-v5", CFG, 0,
                    out_dir=grid / "results/table1/paper/runs/Hopper-v5/clip_0.2/seed7")
