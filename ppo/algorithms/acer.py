@@ -241,7 +241,8 @@ class ACER:
                              "as in baselines acer)")
         G, A = ctx.num_runs, envs.num_actions
         self.ctx, self.num_actions = ctx, A
-        self.agent = CNNActorCritic(cfg.network, envs.obs_shape, A, ctx.init_gens, value_outputs=A)
+        self.agent = CNNActorCritic(cfg.network, envs.obs_shape, A, ctx.init_gens, value_outputs=A,
+                                    policy_init_scale=cfg.policy_init_scale)
         self.flat = self.agent.params.flat  # every parameter of every run, [G, P]
         # The average network: same layout, parameters copied (its own initialisation is thrown away).
         self.average_net = CNNActorCritic(cfg.network, envs.obs_shape, A, [torch.Generator() for _ in range(G)],

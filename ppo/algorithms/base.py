@@ -19,15 +19,16 @@ class ActorCriticAlgorithm:
         cfg, envs = ctx.cfg, ctx.envs
         self.ctx = ctx
         if ctx.family.observation == "pixels":  # frames in [0, 255] are scaled by the network; no running normalizer
-            self.agent = CNNActorCritic(cfg.network, envs.obs_shape, envs.num_actions, ctx.init_gens)
+            self.agent = CNNActorCritic(cfg.network, envs.obs_shape, envs.num_actions, ctx.init_gens,
+                                        policy_init_scale=cfg.policy_init_scale)
             self.normalizer = None
         else:  # vector observations: separate policy and value MLPs, categorical or Gaussian by the action space
             if getattr(envs, "discrete", False):  # LockstepEnvs says; stand-ins for continuous tasks need not
                 self.agent = CategoricalActorCritic(envs.obs_dim, envs.num_actions, cfg.hidden_sizes, cfg.init,
-                                                    ctx.init_gens)
+                                                    ctx.init_gens, cfg.policy_init_scale)
             else:
                 self.agent = GaussianActorCritic(envs.obs_dim, envs.act_dim, cfg.hidden_sizes, cfg.init,
-                                                 cfg.log_std_init, ctx.init_gens)
+                                                 cfg.log_std_init, ctx.init_gens, cfg.policy_init_scale)
             self.normalizer = ObsNormalizer(ctx.num_runs, envs.obs_dim, cfg.obs_clip, cfg.obs_norm)
         self.flat = self.agent.params.flat  # every parameter of every run, [G, P]
         self.batch_size = cfg.num_envs * cfg.horizon  # samples per run per iteration

@@ -81,7 +81,7 @@ class CEM:
                               "keeps no elite; raise num_envs or cem.elite_fraction")
         self.num_iterations = None  # generations until every run has spent total_steps
         sizes = [envs.obs_dim, *cfg.hidden_sizes, envs.act_dim]
-        init = mlp_weights("policy", sizes, 0.01, cfg.init, ctx.init_gens)  # the initial mean, per run
+        init = mlp_weights("policy", sizes, cfg.policy_init_scale, cfg.init, ctx.init_gens)  # the initial mean, per run
         # The mean network (what model.pt keeps) and the candidates' network, G·E rows: row g·E + i is
         # candidate i of run g, acted on by actor g·E + i. Same aligned layout as the actor-critic nets.
         self.policy = FlatParameters(init)

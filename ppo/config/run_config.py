@@ -24,7 +24,7 @@ Network = Literal["mlp", "cnn_mnih2016", "cnn_nature"]
 NETWORKS = get_args(Network)
 # The shape of a run's record (RunConfig.to_dict). A change to it that keeps every run's behaviour gets a
 # new number and a migration (ppo.config.schema), so that records written before it stay current.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def setting(default=dataclasses.MISSING, *, read_by: str | None = None, network: str | None = None,
@@ -61,6 +61,9 @@ class RunConfig:
     # "normc" (baselines ppo1) | "orthogonal" (baselines ppo2, CleanRL)
     init: Literal["normc", "orthogonal"] = setting("normc", network="mlp")
     log_std_init: Annotated[Num, within(-20, 20)] = setting(0.0, network="mlp")
+    # The policy's output layer at initialisation: its columns' norm (normc) or its orthogonal gain. 0.01 (ppo1,
+    # ppo2, CleanRL) makes the first policy near uniform; baselines' A2C of 2017 used 1.0 (a2c_atari.yaml).
+    policy_init_scale: Annotated[Num, within(0, 100), Field(gt=0)] = 0.01
     obs_norm: Bool = setting(True, network="mlp")  # running mean/std of observations, updated once per batch
     # clip normalized observations to ±obs_clip
     obs_clip: Annotated[Num, within(0, 1e6), Field(gt=0)] = setting(5.0, network="mlp")

@@ -33,7 +33,13 @@ def _v1_to_v2(config: dict) -> dict:
     return out
 
 
-MIGRATIONS = {1: _v1_to_v2}  # version -> the step to the next one
+def _v2_to_v3(config: dict) -> dict:
+    """Schema 3 (2026-11-28): ``policy_init_scale`` is recorded; every run before it initialised its policy's
+    output layer at scale 0.01."""
+    return {"policy_init_scale": 0.01, **config}
+
+
+MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3}  # version -> the step to the next one
 # What ppo.training.driver.env_protocol_record adds to a protocol's own settings in the manifest
 PROTOCOL_RECORD_EXTRAS = ("id", "made_with", "protocol", "time_limit_handling")
 

@@ -13,11 +13,11 @@ class GaussianActorCritic(nn.Module):
     """Separate policy and value MLPs (paper Sec. 6.1) and a state-independent log-std per run."""
 
     def __init__(self, obs_dim: int, act_dim: int, hidden: tuple[int, ...], init: str,
-                 log_std_init: float, gens: list[torch.Generator]):
+                 log_std_init: float, gens: list[torch.Generator], policy_init_scale: float = 0.01):
         super().__init__()
         sizes = [obs_dim, *hidden]
         # ppo1: policy mean output normc(0.01), value output normc(1.0); ppo2/CleanRL: 0.01 and 1.0 too.
-        tensors = {**mlp_weights("policy", [*sizes, act_dim], 0.01, init, gens),
+        tensors = {**mlp_weights("policy", [*sizes, act_dim], policy_init_scale, init, gens),
                    **mlp_weights("value", [*sizes, 1], 1.0, init, gens),
                    "log_std": torch.full((len(gens), 1, act_dim), float(log_std_init))}
         self.params = FlatParameters(tensors)
@@ -45,13 +45,13 @@ class GaussianActorCritic(nn.Module):
 class CategoricalActorCritic(nn.Module):
     """The same separate policy and value MLPs for a discrete action set (CartPole, Acrobot, LunarLander): the
     policy's outputs are the logits of a categorical distribution, its output layer initialised at scale 0.01
-    like the Gaussian's mean, so the first policy is near uniform."""
+    (``policy_init_scale``) like the Gaussian's mean, so the first policy is near uniform."""
 
     def __init__(self, obs_dim: int, num_actions: int, hidden: tuple[int, ...], init: str,
-                 gens: list[torch.Generator]):
+                 gens: list[torch.Generator], policy_init_scale: float = 0.01):
         super().__init__()
         sizes = [obs_dim, *hidden]
-        tensors = {**mlp_weights("policy", [*sizes, num_actions], 0.01, init, gens),
+        tensors = {**mlp_weights("policy", [*sizes, num_actions], policy_init_scale, init, gens),
                    **mlp_weights("value", [*sizes, 1], 1.0, init, gens)}
         self.params = FlatParameters(tensors)
         v = self.params.views

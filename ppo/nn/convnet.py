@@ -10,7 +10,8 @@ Architectures (``network`` in the run config):
 The runs' parameters live in one [G, P] buffer (ppo.nn.parameters.FlatParameters). Convolutions of all runs
 are one grouped convolution (``groups=G``: run g's filters see only run g's channels), the fully
 connected layers one ``baddbmm``, so a group costs one call per layer. Initialisation as baselines ppo2:
-orthogonal with gain √2 for the torso, 0.01 for the policy head, 1 for the value head, zero biases.
+orthogonal with gain √2 for the torso, ``policy_init_scale`` for the policy head (0.01 as ppo2 and acer; baselines'
+A2C of 2017 used 1), 1 for the value head, zero biases.
 
 ``value_outputs``: 1 (default) gives the state value V(s) of PPO and A2C; ACER asks for one output per action,
 a Q head ``q`` (Q(s, ·), gain 1 like baselines acer's ``linear(h, 'q', nact)``) in place of the value head.
@@ -39,7 +40,7 @@ def conv_output_size(size: int, kernel: int, stride: int) -> int:
 
 class CNNActorCritic(nn.Module):
     def __init__(self, architecture: str, obs_shape: tuple[int, int, int], num_actions: int,
-                 gens: list[torch.Generator], value_outputs: int = 1):
+                 gens: list[torch.Generator], value_outputs: int = 1, policy_init_scale: float = 0.01):
         super().__init__()
         convs, fc_width = ARCHITECTURES[architecture]
         channels, size, _ = obs_shape
@@ -57,7 +58,7 @@ class CNNActorCritic(nn.Module):
         flat_features = channels * size * size
         self.value_head = "value" if value_outputs == 1 else "q"
         for name, fan_in, fan_out, gain in [("fc", flat_features, fc_width, math.sqrt(2)),
-                                            ("policy", fc_width, num_actions, 0.01),
+                                            ("policy", fc_width, num_actions, policy_init_scale),
                                             (self.value_head, fc_width, value_outputs, 1.0)]:
             tensors[f"{name}.w"] = torch.stack([init_weight("orthogonal", fan_in, fan_out, gain, g) for g in gens])
             tensors[f"{name}.b"] = torch.zeros(G, 1, fan_out)

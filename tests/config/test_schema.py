@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from ppo.config.run_config import SCHEMA_VERSION, RunConfig
-from ppo.config.schema import MIGRATIONS, current_config, current_manifest, recorded_digest
+from ppo.config.schema import MIGRATIONS, current_config, current_manifest, recorded_digest, settings_digest
 from ppo.config.settings import Objective, PPOSettings
 from ppo.pipeline.study import is_current, load_study
 
@@ -17,13 +17,14 @@ STUDIES = {(key.split("/")[0], key.split("/")[1]) for key in SCHEMA1}
 # Variants whose settings changed on purpose after the fixture was written: their schema-1 records must read as
 # not current (another digest), so that the pipeline trains them again; no such run was published.
 CHANGED_SINCE = {
-    "atari_a2c": "2026-11-28: TF-style RMSProp and vf_coef 0.25, as baselines' A2C (experiments/presets/a2c_atari.yaml)",
+    "atari_a2c": "2026-11-28: TF-style RMSProp, vf_coef 0.25 and the policy head at gain 1, as baselines' A2C "
+                 "(experiments/presets/a2c_atari.yaml)",
     "atari_acer": "2026-11-28: the optimizer named in the config, TF-style RMSProp (experiments/presets/acer_atari.yaml)",
 }
 
 
 def test_every_version_before_this_one_has_a_migration():
-    assert SCHEMA_VERSION == 2 and set(MIGRATIONS) == set(range(1, SCHEMA_VERSION))
+    assert SCHEMA_VERSION == 3 and set(MIGRATIONS) == set(range(1, SCHEMA_VERSION))
 
 
 @pytest.mark.parametrize("study, scale", sorted(STUDIES))
@@ -47,11 +48,23 @@ def test_schema_1_to_2_by_hand():
           "vf_clip": 0.2}
     assert current_config(v1, 1) == {
         "algorithm": "ppo", "total_steps": 1000, "horizon": 64, "network": "mlp", "env_protocol": None,
+        "policy_init_scale": 0.01,
         "ppo": {"epochs": 3, "objective": {"clip_epsilon": 0.1}, "vf_clip": 0.2, "clip_schedule": "constant",
                 "target_kl": None, "reward_norm": False, "reward_clip": 10.0, "adv_recompute": False}}
     trpo = {"algorithm": "trpo", "total_steps": 1000, "network": "mlp", "trpo": {"max_kl": 0.01}}
-    assert current_config(trpo, 1) == {**trpo, "env_protocol": None}  # no ppo section for another algorithm
+    assert current_config(trpo, 1) == {**trpo, "env_protocol": None, "policy_init_scale": 0.01}  # no ppo section
     assert v1["epochs"] == 3 and "ppo" not in v1  # the record read is not changed
+
+
+def test_schema_2_to_3_records_the_policy_init_scale_every_earlier_run_used():
+    v2 = {"algorithm": "a2c", "total_steps": 1000, "network": "cnn_mnih2016", "env_protocol": "paper2017",
+          "a2c": {"vf_coef": 0.25}}
+    assert current_config(v2, 2) == {**v2, "policy_init_scale": 0.01}
+    assert "policy_init_scale" not in v2
+    # a schema-2 record of today's defaults digests as today's config does: finished runs stay finished
+    record = json.loads(json.dumps(RunConfig(ppo=PPOSettings(objective=Objective(clip_epsilon=0.3))).to_dict()))
+    v2_record = {k: v for k, v in record.items() if k != "policy_init_scale"}
+    assert recorded_digest({"config_schema": 2, "config": v2_record}) == settings_digest(record)
 
 
 def test_a_record_of_this_schema_is_its_own_digest_and_an_unknown_schema_is_refused():

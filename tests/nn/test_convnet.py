@@ -71,3 +71,18 @@ def test_initialisation_gains():
     # policy output scale 0.01: initial policy is close to uniform
     policy, _ = net.evaluate(torch.full((1, 4, 4, 84, 84), 255, dtype=torch.uint8))
     assert policy.entropy().min() > math.log(6) - 1e-3
+
+
+def test_policy_init_scale_sets_the_policy_heads_gain_alone():
+    """baselines' A2C of 2017 initialised its policy head at gain 1 (experiments/presets/a2c_atari.yaml): the
+    setting scales that head and nothing else, from the same random draws."""
+    default, a2c = (CNNActorCritic("cnn_mnih2016", (4, 84, 84), 6, gens(0), policy_init_scale=s) for s in (0.01, 1.0))
+    w = a2c.params.views["policy.w"][0]
+    torch.testing.assert_close(w.T @ w, torch.eye(6), rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(w * 0.01, default.params.views["policy.w"][0], rtol=1e-5, atol=1e-9)
+    for name, p in default.params.views.items():
+        if name != "policy.w":
+            assert torch.equal(p, a2c.params.views[name]), name
+    # at gain 1 the first policy is no longer near uniform
+    policy, _ = a2c.evaluate(torch.full((1, 4, 4, 84, 84), 255, dtype=torch.uint8))
+    assert policy.entropy().max() < math.log(6) - 1e-2
