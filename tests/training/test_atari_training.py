@@ -157,7 +157,8 @@ def test_a2c_runs_on_the_shared_network():
     cfg = load_variant("atari_a2c", total_steps=160).config
     (result,) = train_group([RunSpec("a", "ALE/Breakout-v5", cfg, 0)], log=lambda _: None)
     assert result.status == "completed" and len(result.updates) == 2  # 16 actors × 5 steps per update
-    assert result.updates["entropy"].iloc[0] == pytest.approx(np.log(4), abs=1e-3)
+    # the policy head at gain 1 (baselines' 2017 A2C, policy_init_scale): the first policy is near, not at, uniform
+    assert np.log(4) - 0.05 < result.updates["entropy"].iloc[0] < np.log(4) - 1e-3
 
 
 @pytest.mark.parametrize("changes, message", [
