@@ -1,5 +1,6 @@
 """The pipeline on a real SLURM cluster: a one-node cluster started by scripts/slurm_cluster.sh (munge,
-slurmctld, slurmd, slurmdbd, MariaDB), the Snakemake SLURM executor plugin, and profiles/slurm unchanged.
+slurmctld, slurmd, slurmdbd, MariaDB), the Snakemake SLURM executor plugin, and profiles/slurm unchanged (one more
+retry given on the command line, for the cluster's known flake: CLUSTER_FLAKE).
 The smoke study's training jobs run as SLURM jobs; one is cancelled with scancel after its first
 checkpoint, resubmitted by the profile's retries and resumed from the checkpoint."""
 import json
@@ -30,6 +31,11 @@ pytestmark = [pytest.mark.integration, pytest.mark.skipif(
 STUDY, SCALE = "table1", "smoke"
 # The shorter of the smoke study's two training jobs: its retry overlaps the other job, saving a minute.
 CANCELLED_TASK = "InvertedPendulum-v5"
+# A flake of this one-node test cluster under load (seen once, 2026-11-27, in CI beside three grids): the
+# resubmitted job's own srun is told its allocation does not exist and the job fails before running anything.
+# The test gives Snakemake one more retry than the profile does, and accepts a failed attempt only with this line
+# in its SLURM log; the cancellation, the retry and the resume are asserted as before.
+CLUSTER_FLAKE = "Unable to confirm allocation for job"
 
 
 def recorded_daemons(state: Path) -> dict[int, str]:
@@ -106,7 +112,8 @@ def test_smoke_training_on_slurm_survives_scancel(cluster, project):
     with output.open("w") as out:
         pipeline = subprocess.Popen(
             [sys.executable, "-m", "snakemake", *targets, "--profile", "profiles/slurm",
-             "--config", f"studies=[{STUDY}]", f"scale={SCALE}", "group_size=0", "checkpoint_every=1", "checkpoint_seconds=0"],
+             "--config", f"studies=[{STUDY}]", f"scale={SCALE}", "group_size=0", "checkpoint_every=1", "checkpoint_seconds=0",
+             "--retries", "2"],
             cwd=project, env=cluster, stdout=out, stderr=subprocess.STDOUT)
     try:
         # Cancel the training job right after its first checkpoint (the smoke scale has 2 updates).
@@ -139,7 +146,12 @@ def test_smoke_training_on_slurm_survives_scancel(cluster, project):
         cluster, "sacct", "-X", "-n", "-P", "-S", "2020-01-01", "-o", "JobID,Comment,State,TimelimitRaw,ReqMem").splitlines()]
     attempts = [h for h in history if h[1] == f"rule_{rule}"]
     assert attempts and attempts[0][0] == victim_id, history
-    assert [h[2].split()[0] for h in attempts] == ["CANCELLED", "COMPLETED"], history
+    states = [h[2].split()[0] for h in attempts]
+    assert states[0] == "CANCELLED" and states[-1] == "COMPLETED", history
+    for job_id, _, state, *_ in attempts[1:-1]:  # only the cluster's known flake may fail an attempt between
+        slurm_log = next(project.glob(f".snakemake/slurm_logs/**/{job_id}.log"), None)
+        assert state.startswith("FAILED") and slurm_log and CLUSTER_FLAKE in slurm_log.read_text(), history
+        print(f"SLURM job {job_id} failed with the test cluster's known flake ({CLUSTER_FLAKE!r}); retried")
     assert "SLURM status is: 'CANCELLED'" in log and "Trying to restart job" in log
     # The rule's resources reached SLURM.
     job = job_fields(log, rule)
