@@ -73,7 +73,11 @@ def scale_of(name: str) -> str:
 # 15: at most 40 MB for 336 runs). Training's own records keep a row per iteration: per-update analyses
 # (analysis/details.py's early-stop share) need them, and no published study runs those.
 WINDOW_STEPS = 2048
-INDEX_COLUMNS = ["study", "task", "variant", "seed", "status", "config_digest", "commit", "dirty", "host",
+# config_digest is the run's as recorded, under its manifest's config_schema (1 when absent; blank for an RLHF run,
+# whose config has no versions), so equal settings recorded under two schemas have two; config_digest_current is the
+# digest of the same config read in today's schema, what the planner compares and equal for equal settings.
+INDEX_COLUMNS = ["study", "task", "variant", "seed", "status", "config_digest", "config_schema",
+                 "config_digest_current", "commit", "dirty", "host",
                  "processor", "resumed_on_another_platform",
                  "cpu_count", "python", "torch", "numpy", "mujoco", "gymnasium", "wall_seconds", "group",
                  "finished", "sha256_episodes", "sha256_updates", "sha256_timing", "sha256_samples"]
@@ -200,7 +204,10 @@ def index_row(study, run, folder: Path) -> dict:
     m = json.loads((folder / "manifest.json").read_text())
     git, host, packages = m.get("git") or {}, m.get("host") or {}, m.get("packages") or {}
     return {"study": study.name, "task": run.task, "variant": run.variant.name, "seed": run.seed,
-            "status": m.get("status"), "config_digest": m.get("config_digest"), "commit": git.get("commit"),
+            "status": m.get("status"), "config_digest": m.get("config_digest"),
+            "config_schema": None if study.kind == "rlhf" else m.get("config_schema", 1),
+            "config_digest_current": run.config_digest,  # written only for a current run: its migrated digest
+            "commit": git.get("commit"),
             "dirty": git.get("dirty"), "host": f"{host.get('cpu')} x{host.get('cpu_count')}",
             # the numerics platform (docs/reproducibility.md): the same key and packages reproduce the run's bits
             "processor": records.recorded_platform(m)["key"],
@@ -315,10 +322,10 @@ def write_index(studies, published: Path = PUBLISHED) -> pd.DataFrame:
     """INDEX.csv with the published runs of ``studies`` rewritten from their manifests; the rows of other
     studies stay as they are."""
     rows = [index_row(s, r, run_dir(published, s, r)) for s, r in owned_runs(studies) if is_current(published, s, r)]
-    index = pd.DataFrame(rows, columns=INDEX_COLUMNS)
+    index = pd.DataFrame(rows, columns=INDEX_COLUMNS).astype({"config_schema": "Int64"})
     path, key = published / "INDEX.csv", ["study", "task", "variant", "seed", "config_digest"]
     if path.exists():
-        listed = pd.read_csv(path, dtype={"config_digest": str})
+        listed = pd.read_csv(path, dtype={"config_digest": str, "config_digest_current": str, "config_schema": "Int64"})
         # "finished" is read from the manifest's file time, which a fresh clone sets to the checkout's: a run
         # already listed keeps the time it was first published with
         first = listed.set_index(key)["finished"]
@@ -340,6 +347,21 @@ def write_index(studies, published: Path = PUBLISHED) -> pd.DataFrame:
                                   key=lambda c: c.map(order) if c.name == "study" else c).reset_index(drop=True)
         records.atomic_write(published / "INDEX.csv", lambda tmp: index.to_csv(tmp, index=False))
     return index
+
+
+def reindex(published: Path = PUBLISHED) -> pd.DataFrame:
+    """INDEX.csv rewritten from the manifests of every indexed study's published runs, each study at as many seeds as
+    it has published (the ten-seed grid's 10): after a change of config schema, today's digests
+    (config_digest_current) for every row. Copies nothing."""
+    listed = pd.read_csv(published / "INDEX.csv", usecols=["study", "seed"])
+    most = listed.groupby("study")["seed"].max()
+    studies = []
+    for name in INDEXED:
+        study = load_study(name, scale_of(name))
+        seeds = int(most.get(name, -1)) + 1
+        more = study.kind == "mujoco" and seeds > study.seeds  # an RLHF study's seeds are its cells' own
+        studies.append(load_study(name, scale_of(name), seeds) if more else study)
+    return write_index(studies, published)
 
 
 def status(sources: list[Path], published: Path = PUBLISHED, sb3_sources: tuple[Path, ...] = (),
@@ -409,8 +431,15 @@ def main(argv=None) -> int:
     p.add_argument("--seeds", type=int, default=None,
                    help="the studies at this many seeds (default: the paper scale's 3; the ten-seed grid: 10)")
     p.add_argument("--commit", action="store_true", help="commit published/ (and nothing else) after adding")
+    p.add_argument("--reindex", action="store_true",
+                   help="only rewrite INDEX.csv from the published manifests, every study (after a config schema change)")
     args = p.parse_args(argv)
     try:
+        if args.reindex:
+            print(f"INDEX.csv: {len(reindex())} runs")
+            if args.commit:
+                commit([])
+            return 0
         if args.status:
             print(status(args.sources, sb3_sources=args.sb3, names=tuple(args.studies), tasks=args.tasks,
                          variants=args.variants, seeds=args.seeds))

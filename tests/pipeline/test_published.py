@@ -13,6 +13,7 @@ from ppo.pipeline.job import copy_run
 from ppo.pipeline.plan import run_meta
 from ppo.pipeline.publish import as_published, per_window, publish
 from ppo.pipeline.study import RUN_FILES, is_current, load_study, plan_groups, run_dir
+from ppo.config.schema import SCHEMA_VERSION
 from ppo.training.driver import RunSpec, train_group
 
 TASK = "InvertedPendulum-v5"
@@ -36,8 +37,13 @@ def test_published_runs_are_not_planned_and_copy_exactly(tmp_path):
     added = publish([tmp_path / "grid"], published, studies=[study])
     assert sorted(added) == sorted(r.run_id for r in runs)
     assert publish([tmp_path / "grid"], published, studies=[study]) == []  # nothing twice
-    index = pd.read_csv(published / "INDEX.csv")
+    index = pd.read_csv(published / "INDEX.csv", dtype={"config_digest": str, "config_digest_current": str})
     assert sorted(index["variant"]) == ["clip_0.2", "no_clip"] and set(index["status"]) == {"completed"}
+    # trained today: recorded under today's schema, so the recorded digest is today's, the run's planned one
+    digests = {r.variant.name: r.config_digest for r in runs}
+    assert set(index["config_schema"]) == {SCHEMA_VERSION}
+    assert (index["config_digest"] == index["config_digest_current"]).all()
+    assert index.set_index("variant")["config_digest_current"].to_dict() == digests
 
     planned = {r.run_id for _, g in plan_groups([study], 3, tmp_path / "results") for r in g.runs}
     with_published = {r.run_id for _, g in plan_groups([study], 3, tmp_path / "results", published) for r in g.runs}
@@ -160,6 +166,27 @@ def test_every_published_run_is_current_under_todays_code(tmp_path):
                 if not is_current(PUBLISHED, s, r)}
     published = set(index[["study", "task", "variant", "seed"]].itertuples(index=False, name=None))
     assert not planned & published, sorted(planned & published)[:3]
+
+
+def test_index_gives_todays_digest_of_every_published_run():
+    """INDEX.csv's config_digest is each run's as recorded, under its config_schema; config_digest_current is what
+    today's code plans for the run. Runs recorded under older schemas keep their recorded digest, so only the
+    current one says which runs share settings; after a schema change, `python -m ppo.pipeline.publish --reindex`."""
+    from ppo.pipeline.publish import scale_of
+
+    index = pd.read_csv(PUBLISHED / "INDEX.csv", dtype={"config_digest": str, "config_digest_current": str})
+    assert index["config_digest_current"].notna().all()
+    mujoco = index[index["study"] != "rlhf"]
+    assert set(mujoco["config_schema"]) <= set(range(1, SCHEMA_VERSION + 1)) and mujoco["config_schema"].nunique() > 1
+    for name, rows in index.groupby("study"):
+        study = load_study(name, scale_of(name), int(rows["seed"].max()) + 1 if name != "rlhf" else None)
+        today = {(r.task, r.variant.name, r.seed): r.config_digest for r in study.runs()}
+        listed = dict(zip(rows[["task", "variant", "seed"]].itertuples(index=False, name=None),
+                          rows["config_digest_current"]))
+        assert {k: today.get(k) for k in listed} == listed, name
+        if name != "rlhf":  # a run recorded under today's schema digests as planned today
+            current = rows[rows["config_schema"] == SCHEMA_VERSION]
+            assert (current["config_digest"] == current["config_digest_current"]).all(), name
 
 
 def test_per_window_hand_checked():
