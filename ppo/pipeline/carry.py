@@ -66,8 +66,9 @@ class Saved:
     commit: str | None = None
 
 
-# A checkpoint above this stays on its machine: ACER's holds its replay buffer of frames (about 6.8 GB per run at
-# baselines' settings), no file for a repository; Atari's PPO and A2C checkpoints are 8-35 MB.
+# A checkpoint above this is not committed: ACER's holds its replay buffer of frames (about 6.8 GB per run at
+# baselines' settings), no file for a repository; Atari's PPO and A2C checkpoints are 8-35 MB. Such a checkpoint
+# travels without its replay buffer (``without_replay_buffer``) where that brings it under the limit.
 MAX_CARRIED_BYTES = 200 * 2**20
 
 
@@ -94,6 +95,22 @@ def _settings(entry) -> tuple:
         return tuple(entry)
 
 
+def without_replay_buffer(path: Path, target: Path) -> int | None:
+    """Write to ``target`` the checkpoint at ``path`` with its replay buffer emptied; the number of segments left out
+    goes in as ``replay_buffer_dropped``, which the resumed training records in its new part (the run then refills
+    the buffer and waits for replay_start again, as at its start: another draw of the run, said so in its manifest).
+    None, and nothing written, when the checkpoint holds no replay buffer."""
+    state = load(path)
+    buffer = (state.get("algorithm") or {}).get("buffer") if isinstance(state.get("algorithm"), dict) else None
+    if not isinstance(buffer, dict) or "segments" not in buffer:
+        return None
+    dropped = len(buffer["segments"])
+    light = {**state, "algorithm": {**state["algorithm"], "buffer": {"segments": [], "next": 0}},
+             "replay_buffer_dropped": dropped}
+    records.atomic_write(target, lambda tmp: torch.save(light, tmp))
+    return dropped
+
+
 def trained_later(a: Saved, b: Saved, repo: Path = PROJECT_ROOT) -> bool | None:
     """Whether ``a``'s last part ran code that descends from ``b``'s (git history of ``repo``); None when that is
     unknown (a commit missing or unrecorded, the same commit, or neither descends from the other)."""
@@ -105,7 +122,8 @@ def trained_later(a: Saved, b: Saved, repo: Path = PROJECT_ROOT) -> bool | None:
     return True if descends(a.commit, b.commit) else False if descends(b.commit, a.commit) else None
 
 
-def copy_newer(source: dict[Path, Path], target_root: Path, done: list[Path], settings_win: bool) -> list[str]:
+def copy_newer(source: dict[Path, Path], target_root: Path, done: list[Path], settings_win: bool,
+               write=None) -> list[str]:
     """Copy each source checkpoint to target_root/<relative> unless the target is as far or further, or the
     checkpoint's runs are finished under ``done``; a file that is not a checkpoint is never copied, and always
     replaced. A target of other settings (the same runs' folders, another config: a preset changed) is no older or
@@ -113,7 +131,8 @@ def copy_newer(source: dict[Path, Path], target_root: Path, done: list[Path], se
     ``settings_win`` says whether the source does (``save``: the grid's checkpoint is the one its code resumes or
     writes) or not (``restore``: the training job itself sets a checkpoint of other settings aside and starts
     afresh). Iterations alone would keep a stale checkpoint of more iterations for ever, restored on every machine
-    over the new settings' progress."""
+    over the new settings' progress. ``write(path, target)`` writes the copy (default: the file as it is) and returns
+    what to add to its line, or None when it wrote nothing."""
     copied = []
     for relative, path in source.items():
         ours = read(path)
@@ -128,8 +147,12 @@ def copy_newer(source: dict[Path, Path], target_root: Path, done: list[Path], se
                 later = trained_later(ours, theirs)
                 if not (later if later is not None else settings_win):
                     continue
-        records.atomic_write(target, lambda tmp, path=path: shutil.copyfile(path, tmp))
-        copied.append(f"{relative} (iteration {ours.iteration}: {', '.join(ours.runs)})")
+        if write is None:
+            records.atomic_write(target, lambda tmp, path=path: shutil.copyfile(path, tmp))
+            note = ""
+        elif (note := write(path, target)) is None:
+            continue
+        copied.append(f"{relative} (iteration {ours.iteration}: {', '.join(ours.runs)}){note}")
     return copied
 
 
@@ -156,8 +179,18 @@ def save(grid: Path, state: Path = STATE, studies: list[str] | None = None,
                if of_variants(p, variants) and not finished(r, list(read(p).runs), done)}
     too_large = {r: p.stat().st_size for r, p in running.items() if p.stat().st_size > MAX_CARRIED_BYTES}
     changes = copy_newer({r: p for r, p in running.items() if r not in too_large}, state, done, settings_win=True)
+
+    def light(path: Path, target: Path) -> str | None:
+        dropped = without_replay_buffer(path, target)
+        if dropped is not None and target.stat().st_size <= MAX_CARRIED_BYTES:
+            return (f", without its replay buffer ({dropped} segments, {path.stat().st_size / 2**30:.1f} GiB): on "
+                    "this machine it resumes with it, elsewhere with an empty one")
+        target.unlink(missing_ok=True)  # nothing carried rather than an earlier, shorter state
+        return None
+
+    changes += copy_newer({r: running[r] for r in too_large}, state, done, settings_win=True, write=light)
     changes += [f"{r}: not carried ({size / 2**30:.1f} GiB, above {MAX_CARRIED_BYTES // 2**20} MiB): it resumes on "
-                "this machine only" for r, size in too_large.items()]
+                "this machine only" for r, size in too_large.items() if not (state / r).exists()]
     for relative, path in checkpoints(state, studies).items():
         if relative not in running and of_variants(path, variants):
             path.unlink()

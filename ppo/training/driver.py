@@ -76,8 +76,11 @@ class GroupProgress:
         self.alive, self.diverged = np.array(state["alive"]), [tuple(x) for x in state["diverged"]]
         self.iteration = int(state["iteration"])
         # a checkpoint from before parts were recorded: its first part's processor is unknown
+        # a checkpoint carried without its replay buffer (ppo.pipeline.carry.without_replay_buffer): this part
+        # starts with an empty one, which the part says
+        dropped = {"replay_buffer_dropped": int(state["replay_buffer_dropped"])} if "replay_buffer_dropped" in state else {}
         self.parts = [*state.get("parts", [{"from_iteration": 0, "from_step": 0, "platform": None}]),
-                      training_part(self.iteration, step, code)]
+                      training_part(self.iteration, step, code) | dropped]
         if (len(self.update_rows) != runs or len(self.timing_rows) != runs or self.alive.shape != (runs,)
                 or len(self.diverged) != runs):
             raise ValueError(f"it holds the records of {len(self.update_rows)} runs, the group has {runs}")
@@ -248,7 +251,8 @@ def group_result(g: int, spec: RunSpec, ctx, progress: GroupProgress) -> RunResu
 
 CHECKPOINT_KEYS = {"fingerprint", "iteration", "algorithm", "sample_rng", "envs", "log", "update_rows", "timing_rows",
                    "alive", "diverged"}
-OPTIONAL_CHECKPOINT_KEYS = {"parts"}  # absent from checkpoints written before 2026-11-26
+# parts: absent from checkpoints written before 2026-11-26; replay_buffer_dropped: only in one carried without it
+OPTIONAL_CHECKPOINT_KEYS = {"parts", "replay_buffer_dropped"}
 
 
 def training_part(iteration: int, step: int, code: dict) -> dict:
@@ -342,6 +346,9 @@ def write_run(result: RunResult, model: dict, group: list[str], wall_seconds: fl
         "git": git, "host": records.host_info(), "platform": records.numerics_platform(),
         "training_parts": parts or [training_part(0, 0, git)],
         "resumed_on_another_platform": resumed_elsewhere(parts or []),
+        # ACER resumed elsewhere from a checkpoint carried without its replay buffer: at these agent steps it
+        # started again with an empty one (ppo.pipeline.carry.without_replay_buffer)
+        "resumed_without_replay_buffer_at_steps": [p["from_step"] for p in parts or [] if "replay_buffer_dropped" in p],
         "env_protocol": env_protocol_record(spec.task, spec.config),
         **spec.meta,
         "sha256": records.record_hashes(out),  # what the records are: a later change of a bit is noticed

@@ -225,3 +225,50 @@ def test_of_two_settings_the_later_code_wins_and_an_unreadable_file_never_does(t
     assert carry.save(grid, state) == [] and carry.read(state / name).iteration == 100
     assert carry.restore(grid, state) == [f"{name} (iteration 100: {run})"]
     assert carry.read(grid / "results" / name).iteration == 100
+
+
+def test_acer_travels_without_its_replay_buffer_and_its_run_says_so(tmp_path, monkeypatch):
+    """An ACER checkpoint above MAX_CARRIED_BYTES is carried with its replay buffer emptied; on another machine the
+    run resumes with an empty buffer, waits for replay_start again, and its manifest names the step; on its own
+    machine the full checkpoint, as far, stays."""
+    import ppo.algorithms.acer
+    from ppo.config.run_config import build_config
+
+    # 2 actors × 5 steps per iteration, 8 iterations; a ring of 4 segments, replay from 2 segments
+    cfg = build_config({"algorithm": "acer", "total_steps": 80, "num_envs": 2, "horizon": 5, "network": "cnn_mnih2016",
+                        "env_protocol": "paper2017", "acer": {"buffer_size": 20, "replay_start": 10}}, "test")
+    run, ckpt = "ALE/Pong-v5/atari_acer/seed0", "atari/paper/checkpoints/ALE_Pong-v5-abc.pt"
+
+    def acer(grid):
+        return RunSpec(run, "ALE/Pong-v5", cfg, 0, out_dir=grid / "results/atari/paper/runs" / run)
+
+    machine_a, machine_b, state = tmp_path / "a", tmp_path / "b", tmp_path / "grid-state"
+    with monkeypatch.context() as m:  # killed in the 6th rollout: checkpoint after iteration 5, the ring full
+        kill_at(m, ppo.algorithms.acer, "collect_segment", 6)
+        with pytest.raises(Killed):
+            train_group([acer(machine_a)], log=lambda _: None, checkpoint=machine_a / "results" / ckpt,
+                        checkpoint_every=1)
+    full = torch.load(machine_a / "results" / ckpt, weights_only=True)
+    assert full["iteration"] == 5 and len(full["algorithm"]["buffer"]["segments"]) == 4
+
+    monkeypatch.setattr(carry, "MAX_CARRIED_BYTES", (machine_a / "results" / ckpt).stat().st_size - 1)
+    (change,) = carry.save(machine_a, state)
+    assert change.startswith(f"{ckpt} (iteration 5: {run}), without its replay buffer (4 segments")
+    light = torch.load(state / ckpt, weights_only=True)
+    assert light["algorithm"]["buffer"] == {"segments": [], "next": 0} and light["replay_buffer_dropped"] == 4
+    assert torch.equal(light["algorithm"]["params"], full["algorithm"]["params"]) and light["iteration"] == 5
+    assert carry.restore(machine_a, state) == []  # its own machine keeps the full checkpoint, as far
+
+    assert len(carry.restore(machine_b, state)) == 1
+    messages = []
+    (resumed,) = train_group([acer(machine_b)], log=messages.append, checkpoint=machine_b / "results" / ckpt,
+                             checkpoint_every=1)
+    assert any("resumed from" in msg for msg in messages) and resumed.status == "completed"
+    (uninterrupted,) = train_group([RunSpec(run, "ALE/Pong-v5", cfg, 0)], log=lambda _: None)
+    replays, before = resumed.updates["replay_updates"].tolist(), uninterrupted.updates["replay_updates"].tolist()
+    # iteration 6 refills 1 segment of the 2 replay waits for; with the buffer, the same iteration replayed
+    assert replays[:5] == before[:5] and replays[5] == 0 < before[5] and sum(replays[6:]) > 0
+    manifest = json.loads((machine_b / "results/atari/paper/runs" / run / "manifest.json").read_text())
+    assert manifest["resumed_without_replay_buffer_at_steps"] == [50]
+    assert manifest["training_parts"][-1]["replay_buffer_dropped"] == 4
+    assert "replay_buffer_dropped" not in manifest["training_parts"][0]
