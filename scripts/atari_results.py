@@ -206,10 +206,13 @@ def diagnostics_section(scores: pd.DataFrame, manifests: pd.DataFrame, episodes:
 def where_section(manifests: pd.DataFrame) -> list[str]:
     """Where each run trained: its parts (a run resumed from checkpoints has several), each part's processor and
     numerics platform, commit and torch build, and the share of the run's steps each platform trained."""
-    rows, hours, resumed = [], 0.0, []
+    rows, hours, resumed, refilled = [], 0.0, [], []
     for m in manifests.sort_values(["game", "variant", "seed"]).itertuples():
         manifest = json.loads((Path(m.run_dir) / "manifest.json").read_text())  # the frame keeps scalars only
         parts = manifest.get("training_parts") or []
+        if manifest.get("resumed_without_replay_buffer_at_steps"):
+            refilled.append(f"{m.game} {m.variant_label} seed {m.seed} at agent step(s) "
+                            + ", ".join(f"{s:,}" for s in manifest["resumed_without_replay_buffer_at_steps"]))
         resumed.append(resumed_elsewhere(parts))  # from the parts: runs written before it counted packages too
         starts = [int(p.get("from_step", 0)) for p in parts] + [int(m.total_steps)]
         share: dict[str, int] = {}
@@ -230,7 +233,10 @@ def where_section(manifests: pd.DataFrame) -> list[str]:
             f"time measured per session). {moved} run(s) resumed on another numerics platform (processor or package "
             "versions, `ppo.training.driver.resumed_elsewhere`) than they started on; "
             "their later steps are another draw of the same training, not a bit-for-bit continuation "
-            "(docs/reproducibility.md).", "", markdown(pd.DataFrame(rows)), ""]
+            "(docs/reproducibility.md)."
+            + (f" {len(refilled)} run(s) resumed on another machine from a checkpoint carried without its replay "
+               f"buffer, and refilled it from empty ({'; '.join(refilled)}; ppo.pipeline.carry.without_replay_buffer)."
+               if refilled else ""), "", markdown(pd.DataFrame(rows)), ""]
 
 
 def checks_section(published: Path, scores: pd.DataFrame | None) -> list[str]:

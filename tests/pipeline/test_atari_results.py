@@ -74,3 +74,20 @@ def test_a_check_run_is_set_beside_the_atari_studys_run_of_its_seed(tmp_path):
 def test_without_check_runs_the_section_says_how_to_train_them(tmp_path):
     text = atari_results.build(tmp_path)
     assert "No run of the checks is published yet (0 of 3: `GRID_NAME=atari-checks scripts/paper_grid.sh start`" in text
+
+
+@pytest.mark.skipif(not published_run_dirs(), reason="no Atari run is published yet")
+def test_a_run_resumed_without_its_replay_buffer_is_named(tmp_path):
+    """ACER's checkpoint travels without its replay buffer (ppo.pipeline.carry.without_replay_buffer); the page names
+    each run that resumed so and where. Here a published run's manifest says so."""
+    run = published_run_dirs()[0]
+    target = tmp_path / run.relative_to(ROOT)
+    shutil.copytree(run, target)
+    assert "without its replay" not in atari_results.build(tmp_path / "published")
+    manifest = json.loads((target / "manifest.json").read_text())
+    manifest["resumed_without_replay_buffer_at_steps"] = [1_234_560]
+    (target / "manifest.json").write_text(json.dumps(manifest))
+    section = atari_results.build(tmp_path / "published").split("## Where each run trained")[1]
+    game = manifest["task"].removeprefix("ALE/").removesuffix("-v5")
+    assert (f"1 run(s) resumed on another machine from a checkpoint carried without its replay buffer, and refilled "
+            f"it from empty ({game} ") in section and f"seed {manifest['seed']} at agent step(s) 1,234,560;" in section
