@@ -101,7 +101,8 @@ def without_replay_buffer(path: Path, target: Path) -> int | None:
     the buffer and waits for replay_start again, as at its start: another draw of the run, said so in its manifest).
     None, and nothing written, when the checkpoint holds no replay buffer."""
     state = load(path)
-    buffer = (state.get("algorithm") or {}).get("buffer") if isinstance(state.get("algorithm"), dict) else None
+    algorithm = state.get("algorithm")
+    buffer = algorithm.get("buffer") if isinstance(algorithm, dict) else None
     if not isinstance(buffer, dict) or "segments" not in buffer:
         return None
     dropped = len(buffer["segments"])

@@ -75,10 +75,10 @@ class GroupProgress:
         self.update_rows, self.timing_rows = state["update_rows"], state["timing_rows"]
         self.alive, self.diverged = np.array(state["alive"]), [tuple(x) for x in state["diverged"]]
         self.iteration = int(state["iteration"])
-        # a checkpoint from before parts were recorded: its first part's processor is unknown
         # a checkpoint carried without its replay buffer (ppo.pipeline.carry.without_replay_buffer): this part
         # starts with an empty one, which the part says
         dropped = {"replay_buffer_dropped": int(state["replay_buffer_dropped"])} if "replay_buffer_dropped" in state else {}
+        # a checkpoint from before parts were recorded: its first part's processor is unknown
         self.parts = [*state.get("parts", [{"from_iteration": 0, "from_step": 0, "platform": None}]),
                       training_part(self.iteration, step, code) | dropped]
         if (len(self.update_rows) != runs or len(self.timing_rows) != runs or self.alive.shape != (runs,)
