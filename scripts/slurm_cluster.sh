@@ -38,7 +38,7 @@ log() { echo "slurm_cluster: $*" >&2; }
 as_root() {  # re-run this script as root when needed
   if [ "$(id -u)" != 0 ]; then
     command -v sudo > /dev/null || die "must run as root (no sudo)"
-    exec sudo -n env SLURM_CLUSTER_DIR="$DIR" "$0" "$@"
+    exec sudo -n env SLURM_CLUSTER_DIR="$DIR" SLURM_CLUSTER_WAIT="${SLURM_CLUSTER_WAIT:-0}" "$0" "$@"
   fi
 }
 
@@ -248,17 +248,31 @@ start_failed() {
   cmd_stop > /dev/null 2>&1 || true
 }
 
+# Whether the cluster whose slurm.conf is $1 (made by this script) runs: its recorded slurmctld is alive. Not a
+# `scontrol ping`, which can time out under load: the link would then move while that cluster's job steps still
+# read it, and their srun would ask this cluster about their jobs ("Invalid job id specified").
+conf_cluster_runs() {
+  local pids="${1%/etc/slurm.conf}/run/pids" pid
+  [ -f "$pids" ] || return 1
+  pid="$(awk '$1 == "slurmctld" {print $2}' "$pids" | tail -1)"
+  [ -n "$pid" ] && pid_is "$pid" slurmctld
+}
+
 claim_system_conf() {
   if [ -L "$SYSTEM_CONF" ]; then
     local target; target="$(readlink "$SYSTEM_CONF")"
     [ "$target" = "$CONF" ] && return 0
-    # A link left by a cluster of this script that is gone (its directory deleted, or its slurmctld down).
-    if [[ "$target" == */etc/slurm.conf ]] && { [ ! -e "$target" ] || { head -1 "$target" | grep -q slurm_cluster.sh \
-         && ! SLURM_CONF="$target" timeout 10 scontrol ping > /dev/null 2>&1; }; }; then
-      log "replacing $SYSTEM_CONF -> $target (that cluster is not running)"
-    else
-      die "$SYSTEM_CONF links to $target, a running cluster; stop it first"
+    if [[ "$target" != */etc/slurm.conf ]] || { [ -e "$target" ] && ! head -1 "$target" | grep -q slurm_cluster.sh; }; then
+      die "$SYSTEM_CONF links to $target, not a cluster of this script; not touching it"
     fi
+    # Another cluster of this script (another project copy's tests) holds it: wait up to SLURM_CLUSTER_WAIT seconds
+    # (default 0) for it to stop. Two at once would share the job steps' configuration.
+    local deadline=$((SECONDS + ${SLURM_CLUSTER_WAIT:-0}))
+    while [ -e "$target" ] && conf_cluster_runs "$target"; do
+      [ $SECONDS -lt "$deadline" ] || die "$SYSTEM_CONF links to $target, a running cluster; stop it first"
+      sleep 5
+    done
+    log "replacing $SYSTEM_CONF -> $target (that cluster is not running)"
   elif [ -e "$SYSTEM_CONF" ]; then
     die "$SYSTEM_CONF exists (a SLURM installation of this machine); not touching it"
   fi
