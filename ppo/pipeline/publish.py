@@ -321,6 +321,14 @@ def publish_sb3(source: Path, published: Path = PUBLISHED) -> list[str]:
 def write_index(studies, published: Path = PUBLISHED) -> pd.DataFrame:
     """INDEX.csv with the published runs of ``studies`` rewritten from their manifests; the rows of other
     studies stay as they are."""
+    index = current_index(studies, published)
+    if len(index):
+        records.atomic_write(published / "INDEX.csv", lambda tmp: index.to_csv(tmp, index=False))
+    return index
+
+
+def current_index(studies, published: Path = PUBLISHED) -> pd.DataFrame:
+    """What INDEX.csv would hold after write_index(studies), written nowhere (``--status`` reads it)."""
     rows = [index_row(s, r, run_dir(published, s, r)) for s, r in owned_runs(studies) if is_current(published, s, r)]
     index = pd.DataFrame(rows, columns=INDEX_COLUMNS).astype({"config_schema": "Int64"})
     path, key = published / "INDEX.csv", ["study", "task", "variant", "seed", "config_digest"]
@@ -345,7 +353,6 @@ def write_index(studies, published: Path = PUBLISHED) -> pd.DataFrame:
         order = {name: k for k, name in enumerate(INDEXED)}
         index = index.sort_values(["study", "task", "variant", "seed"], kind="stable",
                                   key=lambda c: c.map(order) if c.name == "study" else c).reset_index(drop=True)
-        records.atomic_write(published / "INDEX.csv", lambda tmp: index.to_csv(tmp, index=False))
     return index
 
 
@@ -386,8 +393,8 @@ def status(sources: list[Path], published: Path = PUBLISHED, sb3_sources: tuple[
                      for m in folder.glob("*/seed*/manifest.json")} - sb3_published
     lines.append(f"sb3_reference: {len(sb3_published)} runs published, {len(sb3_elsewhere)} more finished, "
                  "not yet published")
-    # the whole studies: every published run keeps its row of INDEX.csv
-    index = write_index(studies, published) if (published / "INDEX.csv").exists() else pd.DataFrame()
+    # the whole studies' rows (as a publish would write them, without writing: a status changes no file)
+    index = current_index(studies, published) if (published / "INDEX.csv").exists() else pd.DataFrame()
     for name, runs in index.groupby("study", sort=False) if len(index) else ():
         groups = runs.drop_duplicates(["group"])
         lines.append(f"training time of {name}'s published runs: {groups['wall_seconds'].sum() / 3600:.1f} job-hours "

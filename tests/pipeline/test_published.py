@@ -342,3 +342,21 @@ def test_publishing_seeds_0_to_2_keeps_the_index_rows_of_seeds_3_to_9(tmp_path):
     # a run no longer published loses its row
     (run_dir(published, study, runs[3]) / "manifest.json").unlink()
     assert sorted(write_index([fewer], published)["seed"]) == [0, 1, 2]
+
+
+def test_status_writes_no_file(tmp_path):
+    """A status is read-only: it reports what a publish would index, and INDEX.csv stays as the last publish left it
+    (a status beside a running publish must not race its commit)."""
+    from ppo.pipeline.publish import status
+
+    study = load_study("table1", "smoke", 2)
+    runs = [r for r in study.runs() if r.task == TASK and r.variant.name == "clip_0.2"]
+    train_smoke_runs(tmp_path / "grid" / "results", study, runs)
+    published = tmp_path / "published"
+    assert len(publish([tmp_path / "grid"], published, studies=[study])) == 2
+    index = published / "INDEX.csv"
+    before, listed = index.read_bytes(), index.stat().st_mtime_ns
+    (run_dir(published, study, runs[1]) / "manifest.json").unlink()  # a publish now would drop its row
+    report = status([tmp_path / "grid"], published, names=("table1",), scale="smoke", seeds=2)
+    assert "table1: 1 of" in report and "1 more finished, not yet published" in report
+    assert index.read_bytes() == before and index.stat().st_mtime_ns == listed
