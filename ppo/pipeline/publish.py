@@ -11,7 +11,7 @@ of training it (workflow/rules/common.smk). ``published/INDEX.csv`` lists every 
 code revision, packages and machine that produced it; it is written here, never by hand.
 
     python -m ppo.pipeline.publish --from ../ppo-grid --from /tmp/device-batch --commit   # add finished runs
-    python -m ppo.pipeline.publish --status --from ../ppo-grid                            # progress, core-hours
+    python -m ppo.pipeline.publish --status --from ../ppo-grid                            # progress, core-hours, hours left
     python -m ppo.pipeline.publish --sb3 results/sb3_reference --commit        # benchmarks/mujoco_sb3_reference.py runs
     python -m ppo.pipeline.publish --studies rlhf --from ../rlhf-grid --commit    # the RLHF study's full scale
 
@@ -44,6 +44,7 @@ from ..config.files import PROJECT_ROOT
 from ..envs import family_of
 from ..training import records
 from ..training.layout import run_dir
+from . import carry
 from .study import is_current, load_study, narrowed, shared_runs
 
 PUBLISHED = PROJECT_ROOT / "published"
@@ -380,6 +381,8 @@ def status(sources: list[Path], published: Path = PUBLISHED, sb3_sources: tuple[
     studies = [load_study(name, scale or scale_of(name), seeds) for name in names]
     counted = [narrowed(s, tasks, variants, "--tasks/--variants") for s in studies]
     owned = owned_runs(counted)
+    # the whole studies' rows (as a publish would write them, without writing: a status changes no file)
+    index = current_index(studies, published) if (published / "INDEX.csv").exists() else pd.DataFrame()
     lines = []
     for study in counted:
         mine = [r for s, r in owned if s is study]
@@ -387,14 +390,16 @@ def status(sources: list[Path], published: Path = PUBLISHED, sb3_sources: tuple[
         elsewhere = sum(not is_current(published, study, r) and any(publishable(src, study, r) for src in sources)
                         for r in mine)
         lines.append(f"{study.name}: {done} of {len(mine)} runs published, {elsewhere} more finished, not yet published")
+        left = [r for r in mine if not is_current(published, study, r)
+                and not any(publishable(src, study, r) for src in sources)]
+        if left:
+            lines.append(hours_left(study, left, index, sources))
     sb3_published = {m.parent.relative_to(published / "sb3_reference")
                      for m in published.glob("sb3_reference/*/seed*/manifest.json")}
     sb3_elsewhere = {m.parent.relative_to(folder) for folder in sb3_sources
                      for m in folder.glob("*/seed*/manifest.json")} - sb3_published
     lines.append(f"sb3_reference: {len(sb3_published)} runs published, {len(sb3_elsewhere)} more finished, "
                  "not yet published")
-    # the whole studies' rows (as a publish would write them, without writing: a status changes no file)
-    index = current_index(studies, published) if (published / "INDEX.csv").exists() else pd.DataFrame()
     for name, runs in index.groupby("study", sort=False) if len(index) else ():
         groups = runs.drop_duplicates(["group"])
         lines.append(f"training time of {name}'s published runs: {groups['wall_seconds'].sum() / 3600:.1f} job-hours "
@@ -402,6 +407,46 @@ def status(sources: list[Path], published: Path = PUBLISHED, sb3_sources: tuple[
                      + ", ".join(f"{h} {w / 3600:.1f}" for h, w in groups.groupby("processor")["wall_seconds"].sum().items())
                      + ")")
     return "\n".join(lines)
+
+
+def hours_left(study, runs, index: pd.DataFrame, sources: list[Path]) -> str:
+    """One line: the job-hours ``runs`` (unfinished runs of ``study``) still need, each the share of its budget not yet
+    trained (from a group checkpoint in a source grid, ppo.pipeline.carry) times the median job-hours per run of the
+    published runs of its task and variant, else of its variant (a group's wall clock over its runs). A variant with
+    none published is named, not estimated. A projection from this study's own records, not a measurement."""
+    trained: dict[str, float] = {}
+    for source in sources:
+        for relative, path in carry.checkpoints(source / "results", [study.name]).items():
+            if relative.parts[1] == study.scale:
+                share = carry.budget_fraction(path)
+                for run in carry.read(path).runs:
+                    trained[run] = max(trained.get(run, 0.0), min(share, 1.0))
+    mine = index[index["study"] == study.name] if len(index) else pd.DataFrame(columns=INDEX_COLUMNS)
+    mine = mine.assign(hours=mine["wall_seconds"].astype(float) / mine["group"].str.count("; ").add(1) / 3600)
+    per_run = mine.groupby("variant")["hours"].median().to_dict()
+    per_task_run = mine.groupby(["task", "variant"])["hours"].median().to_dict()  # tasks differ (HalfCheetah, Pong)
+    hours, unknown, started = 0.0, set(), []
+    for run in runs:
+        share = trained.get(run.run_id, 0.0)
+        if share > 0:
+            started.append(f"{run.run_id} {share:.0%}")
+        rate = per_task_run.get((run.task, run.variant.name), per_run.get(run.variant.name))
+        if rate is None:
+            unknown.add(run.variant.name)
+        else:
+            hours += (1 - share) * rate
+    rates = ", ".join(f"{v} {h:.1f} h" if h >= 1 else f"{v} {h * 60:.0f} min"
+                      for v, h in sorted(per_run.items()) if v in {r.variant.name for r in runs})
+    estimated = sum(r.variant.name not in unknown for r in runs)
+    line = f"{study.name}: {len(runs)} runs left"
+    if estimated:
+        line += (f", about {hours:.1f} job-hours{'' if estimated == len(runs) else f' for {estimated} of them'} at the "
+                 f"median per run of the published runs of the same task and variant (of each variant: {rates})")
+    if unknown:
+        line += f"; not estimated (no published run of {', '.join(sorted(unknown))})"
+    if started:
+        line += f"; trained so far: {', '.join(started)}"
+    return line
 
 
 def uncommitted(repo: Path = PROJECT_ROOT) -> bool:

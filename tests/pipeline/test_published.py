@@ -326,6 +326,37 @@ def test_status_counts_the_atari_grid_s_runs_only(tmp_path):
         status([], tmp_path, names=("atari",), tasks=["Hopper-v5"])
 
 
+def test_hours_left_by_hand(tmp_path):
+    """The status's projection: each unfinished run's untrained share times the median hours per run of its task and
+    variant's published runs (a group's wall clock over its runs), else of its variant's; a variant none of whose
+    runs is published is named instead."""
+    import torch
+
+    from ppo.pipeline.publish import INDEX_COLUMNS, hours_left
+    from ppo.pipeline.study import narrowed
+
+    study = narrowed(load_study("atari", "paper"), ["ALE/Pong-v5", "ALE/Breakout-v5"], ["atari_ppo", "atari_a2c"], "t")
+    left = [r for r in study.runs() if (r.task, r.variant.name, r.seed) in
+            {("ALE/Pong-v5", "atari_a2c", 2), ("ALE/Breakout-v5", "atari_a2c", 0), ("ALE/Pong-v5", "atari_ppo", 0)}]
+    assert len(left) == 3
+    rows = [("ALE/Pong-v5", 3 * 3600, "a"), ("ALE/Pong-v5", 10 * 3600, "a; b"), ("ALE/BeamRider-v5", 7 * 3600, "c")]
+    index = pd.DataFrame([{"study": "atari", "task": task, "variant": "atari_a2c", "wall_seconds": wall, "group": group}
+                          for task, wall, group in rows], columns=INDEX_COLUMNS)
+    pong = next(r for r in left if r.task == "ALE/Pong-v5" and r.variant.name == "atari_a2c")
+    folder = tmp_path / "grid" / "results" / "atari" / "paper" / "checkpoints"
+    folder.mkdir(parents=True)
+    config = json.dumps({"num_envs": 2, "horizon": 10, "total_steps": 400})
+    torch.save({"iteration": 5, "fingerprint": [[pong.run_id, 2, "digest", config]]}, folder / "g.pt")  # 100 of 400
+    # Pong A2C: median of 3 h and 10 h / 2 runs = 4 h, a quarter trained: 3 h; Breakout A2C, none of its own: the
+    # variant's median of 3, 5 and 7 h = 5 h; PPO: none published
+    assert hours_left(study, left, index, [tmp_path / "grid"]) == (
+        "atari: 3 runs left, about 8.0 job-hours for 2 of them at the median per run of the published runs of the same "
+        "task and variant (of each variant: atari_a2c 5.0 h); not estimated (no published run of atari_ppo); "
+        "trained so far: ALE/Pong-v5/atari_a2c/seed2 25%")
+    assert hours_left(study, left, index.iloc[:0], []) == "atari: 3 runs left; not estimated (no published run of " \
+        "atari_a2c, atari_ppo)"
+
+
 def test_publishing_seeds_0_to_2_keeps_the_index_rows_of_seeds_3_to_9(tmp_path):
     """The ten-seed grid publishes with --seeds 10; a later default publish (fewer seeds) must not drop the others."""
     from ppo.pipeline.publish import write_index
