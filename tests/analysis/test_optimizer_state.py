@@ -1,4 +1,4 @@
-"""scripts/rmsprop_state.py: TF-style RMSProp's mean squares per layer of an A2C checkpoint, read in place."""
+"""scripts/optimizer_state.py: the optimizer's second moments per layer of an Atari checkpoint, read in place."""
 import importlib.util
 from pathlib import Path
 
@@ -10,9 +10,9 @@ from ppo.config.run_config import build_config
 from ppo.training.driver import RunSpec, train_group
 
 ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("rmsprop_state", ROOT / "scripts" / "rmsprop_state.py")
-rmsprop_state = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(rmsprop_state)
+spec = importlib.util.spec_from_file_location("optimizer_state", ROOT / "scripts" / "optimizer_state.py")
+optimizer_state = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(optimizer_state)
 
 TINY = build_config(deep_merge(load_preset("a2c_atari").config, {"total_steps": 160, "num_envs": 2}), "test")
 
@@ -21,8 +21,8 @@ def test_the_layers_are_the_optimizer_state_s_slices(tmp_path):
     checkpoint = tmp_path / "pong.pt"
     train_group([RunSpec("ALE/Pong-v5/atari_a2c/seed0", "ALE/Pong-v5", TINY, 0)], log=lambda _: None,
                 checkpoint=checkpoint, checkpoint_every=1, max_iterations=3)
-    run_id, steps, eps, found = rmsprop_state.layers(checkpoint)
-    assert (run_id, steps, eps) == ("ALE/Pong-v5/atari_a2c/seed0", 3 * 2 * 5, 1e-5)
+    run_id, steps, kind, level, found = optimizer_state.layers(checkpoint)
+    assert (run_id, steps, kind, level) == ("ALE/Pong-v5/atari_a2c/seed0", 3 * 2 * 5, "rmsprop_tf", 1e-5)
     shapes = {name: tuple(square.shape) for name, square in found}
     assert shapes == {"conv0.w": (16, 4, 8, 8), "conv0.b": (16,), "conv1.w": (32, 16, 4, 4), "conv1.b": (32,),
                       "fc.w": (2592, 256), "fc.b": (1, 256), "policy.w": (256, 6), "policy.b": (1, 6),
@@ -41,12 +41,25 @@ def test_the_layers_are_the_optimizer_state_s_slices(tmp_path):
     assert joined.min() >= 0.99 ** 3 and joined.max() < 1
 
 
+def test_adam_s_level_is_epsilon_squared(tmp_path):
+    """PPO's Adam divides by sqrt(v) + ε: its ε weighs as much as the gradient where v = ε²."""
+    tiny = build_config(deep_merge(load_preset("ppo_atari_paper").config,
+                                   {"total_steps": 256, "num_envs": 2, "horizon": 32, "ppo": {"minibatch_size": 32}}),
+                        "test")
+    checkpoint = tmp_path / "pong.pt"
+    train_group([RunSpec("ALE/Pong-v5/atari_ppo/seed0", "ALE/Pong-v5", tiny, 0)], log=lambda _: None,
+                checkpoint=checkpoint, checkpoint_every=1, max_iterations=1)
+    _, steps, kind, level, found = optimizer_state.layers(checkpoint)
+    assert (steps, kind, level) == (64, "adam", tiny.ppo.adam_eps ** 2)
+    v = torch.load(checkpoint, weights_only=True)["algorithm"]["optimizers"]["adam"]["state"][0]["exp_avg_sq"][0]
+    assert torch.equal(dict(found)["value.b"].flatten(), v[677_952:677_953])
+
 def test_units_without_gradient_by_hand():
     conv = torch.full((3, 2, 2, 2), 1e-8)
     conv[1] = 1e-30  # filter 1: no gradient on any weight
     conv[2, 0, 0, 0] = 1e-30  # filter 2: one weight without, the others with
-    assert rmsprop_state.units_without_gradient("conv0.w", conv) == (1, 3)
+    assert optimizer_state.units_without_gradient("conv0.w", conv) == (1, 3)
     linear = torch.full((4, 3), 1e-8)  # [in, out]: unit 2 dead
     linear[:, 2] = 0.0
-    assert rmsprop_state.units_without_gradient("fc.w", linear) == (1, 3)
-    assert rmsprop_state.units_without_gradient("fc.b", torch.zeros(3)) is None
+    assert optimizer_state.units_without_gradient("fc.w", linear) == (1, 3)
+    assert optimizer_state.units_without_gradient("fc.b", torch.zeros(3)) is None
