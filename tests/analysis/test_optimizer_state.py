@@ -63,3 +63,12 @@ def test_units_without_gradient_by_hand():
     linear[:, 2] = 0.0
     assert optimizer_state.units_without_gradient("fc.w", linear) == (1, 3)
     assert optimizer_state.units_without_gradient("fc.b", torch.zeros(3)) is None
+
+
+def test_train_reads_a_fresh_run_on_the_network_asked_for(tmp_path):
+    checkpoint = optimizer_state.trained("atari_a2c", "ALE/Pong-v5", 100, "cnn_nature", 0, tmp_path)
+    run_id, steps, kind, level, found = optimizer_state.layers(checkpoint)
+    # the variant's 16 actors x 5 steps: 100 agent steps round up to 2 updates
+    assert (run_id, steps, kind) == ("ALE/Pong-v5/atari_a2c/seed0", 160, "rmsprop_tf")
+    shapes = {name: tuple(square.shape) for name, square in found}
+    assert shapes["conv0.w"] == (32, 4, 8, 8) and shapes["conv2.w"] == (64, 64, 3, 3) and shapes["fc.w"] == (3136, 512)
