@@ -386,12 +386,11 @@ def status(sources: list[Path], published: Path = PUBLISHED, sb3_sources: tuple[
     lines = []
     for study in counted:
         mine = [r for s, r in owned if s is study]
-        done = sum(is_current(published, study, r) for r in mine)
-        elsewhere = sum(not is_current(published, study, r) and any(publishable(src, study, r) for src in sources)
-                        for r in mine)
-        lines.append(f"{study.name}: {done} of {len(mine)} runs published, {elsewhere} more finished, not yet published")
-        left = [r for r in mine if not is_current(published, study, r)
-                and not any(publishable(src, study, r) for src in sources)]
+        done = [is_current(published, study, r) for r in mine]
+        elsewhere = [not d and any(publishable(src, study, r) for src in sources) for r, d in zip(mine, done)]
+        lines.append(f"{study.name}: {sum(done)} of {len(mine)} runs published, {sum(elsewhere)} more finished, "
+                     "not yet published")
+        left = [r for r, d, e in zip(mine, done, elsewhere) if not (d or e)]
         if left:
             lines.append(hours_left(study, left, index, sources))
     sb3_published = {m.parent.relative_to(published / "sb3_reference")
