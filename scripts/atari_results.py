@@ -42,7 +42,9 @@ from ppo.training.driver import resumed_elsewhere  # noqa: E402
 
 PAGE = ROOT / "docs" / "atari-results.md"
 SCALE = "paper"
-CHECKS = "atari_checks"  # experiments/studies/atari_checks.yaml: checks of the disagreements, beside the atari study
+# Checks of the disagreements, beside the atari study: Breakout's PPO (experiments/studies/atari_checks.yaml) and
+# A2C on Pong and BeamRider (atari_checks_a2c.yaml), each on the Nature CNN
+CHECKS = ("atari_checks", "atari_checks_a2c")
 CURVE_BIN = 1_000_000  # agent steps per column of the learning-curve table
 REFERENCES = ROOT / "reference"
 
@@ -240,30 +242,40 @@ def where_section(manifests: pd.DataFrame) -> list[str]:
 
 
 def checks_section(published: Path, scores: pd.DataFrame | None) -> list[str]:
-    """The checks study's runs (experiments/studies/atari_checks.yaml) beside the atari study's PPO on the same game
-    and seed: each seed's last-100 score under both, and the mean of each over the seeds it has."""
-    study = load_study(CHECKS, SCALE)
-    title = ["## Checks: where the Atari half disagrees with the paper", "",
-             " ".join(yaml.safe_load(study.path.read_text())["description"].split()), ""]
-    runs_dir = published / CHECKS / SCALE / "runs"
-    if not runs_dir.is_dir() or not any(runs_dir.rglob("manifest.json")):
-        return title + [f"No run of the checks is published yet (0 of {len(study.runs())}: "
-                        "`GRID_NAME=atari-checks scripts/paper_grid.sh start` trains them).", ""]
-    episodes, updates, manifests = load_runs(runs_dir, update_columns=("update", "global_step"))
-    checked = run_scores(episodes, attach_env_protocol(check_runs(manifests)), updates)
-    anchor = scores[scores["variant"] == "atari_ppo"] if scores is not None else checked.iloc[:0]
-    rows = []
-    for (game, variant, label), group in checked.groupby(["game", "variant", "variant_label"], sort=True):
-        paper = anchor[anchor["game"] == game].set_index("seed")["score_last"]
-        ours = group.set_index("seed")["score_last"]
-        for seed in sorted(set(ours.index) | set(paper.index)):
-            rows.append({"game": game, "check": label, "seed": str(seed), "its last-100 score": fmt(ours.get(seed)),
-                         "atari_ppo (the paper's network), same seed": fmt(paper.get(seed))})
-        rows.append({"game": game, "check": label, "seed": "mean of the seeds each has",
-                     "its last-100 score": fmt(float(ours.mean())), "atari_ppo (the paper's network), same seed":
-                     fmt(float(paper.mean())) if len(paper) else ""})
-    return title + [f"{len(checked)} of {len(study.runs())} runs of the checks published; a run at fewer than "
-                    f"{study.total_steps:,} agent steps is not in the dataset.", "", markdown(pd.DataFrame(rows)), ""]
+    """The checks studies' runs (CHECKS) beside the atari study's runs of the same game, seed and preset (the check
+    changes one setting of that variant: atari_ppo_nature_cnn is atari_ppo on the Nature CNN): each seed's last-100
+    score under both, and the mean of each over the seeds it has."""
+    lines = ["## Checks: where the Atari half disagrees with the paper", ""]
+    base_of_preset = {v.preset.name: v.name for v in load_study("atari", SCALE).variants}
+    for name in CHECKS:
+        study = load_study(name, SCALE)
+        lines += [f"### {name} ({study.path.relative_to(ROOT)})", "",
+                  " ".join(yaml.safe_load(study.path.read_text())["description"].split()), ""]
+        runs_dir = published / name / SCALE / "runs"
+        if not runs_dir.is_dir() or not any(runs_dir.rglob("manifest.json")):
+            lines += [f"No run of this check is published yet (0 of {len(study.runs())}: "
+                      "`GRID_NAME=atari-checks scripts/paper_grid.sh start` trains them).", ""]
+            continue
+        episodes, updates, manifests = load_runs(runs_dir, update_columns=("update", "global_step"))
+        checked = run_scores(episodes, attach_env_protocol(check_runs(manifests)), updates)
+        base_of = {v.name: base_of_preset[v.preset.name] for v in study.variants}
+        rows = []
+        for (game, variant, label), group in checked.groupby(["game", "variant", "variant_label"], sort=True):
+            base = base_of[variant]
+            paper = (scores[(scores["variant"] == base) & (scores["game"] == game)].set_index("seed")["score_last"]
+                     if scores is not None else pd.Series(dtype=float))
+            ours = group.set_index("seed")["score_last"]
+            for seed in sorted(set(ours.index) | set(paper.index)):
+                rows.append({"game": game, "check": label, "seed": str(seed), "its last-100 score": fmt(ours.get(seed)),
+                             "the atari study's run (the paper's network), same seed":
+                             f"{fmt(paper.get(seed))} ({base})" if seed in paper.index else ""})
+            rows.append({"game": game, "check": label, "seed": "mean of the seeds each has",
+                         "its last-100 score": fmt(float(ours.mean())),
+                         "the atari study's run (the paper's network), same seed":
+                         f"{fmt(float(paper.mean()))} ({base})" if len(paper) else ""})
+        lines += [f"{len(checked)} of {len(study.runs())} runs of this check published; a run at fewer than "
+                  f"{study.total_steps:,} agent steps is not in the dataset.", "", markdown(pd.DataFrame(rows)), ""]
+    return lines
 
 
 def build(published: Path) -> str:

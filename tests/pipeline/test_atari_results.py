@@ -51,29 +51,46 @@ def test_a_partial_dataset_says_what_it_holds(tmp_path):
     assert header.rstrip(" |").endswith("10M")  # the budget in millions of agent steps, the last batch's overshoot in it
 
 
-@pytest.mark.skipif(not any("Breakout" in str(p) for p in published_run_dirs()), reason="no Breakout run is published")
-def test_a_check_run_is_set_beside_the_atari_studys_run_of_its_seed(tmp_path):
-    """The checks section (experiments/studies/atari_checks.yaml): each check run's last-100 score beside atari_ppo's
-    on the same game and seed. Here the check's records are a copy of the published Breakout PPO run, relabelled."""
-    run = next(p for p in published_run_dirs() if "Breakout" in str(p) and p.parent.name == "atari_ppo")
+def check_section(text: str, study: str) -> str:
+    """The part of the page under the heading of one checks study, up to the next heading."""
+    start = text.index(f"### {study} (")
+    end = text.find("\n#", start)
+    return text[start:] if end < 0 else text[start:end]
+
+
+CHECK_CASES = [("Breakout", "atari_ppo", "atari_checks", "atari_ppo_nature_cnn", "PPO, Nature CNN", 3),
+               ("BeamRider", "atari_a2c", "atari_checks_a2c", "atari_a2c_nature_cnn", "A2C, Nature CNN", 6)]
+
+
+@pytest.mark.parametrize("game, base, study, variant, label, planned", CHECK_CASES)
+def test_a_check_run_is_set_beside_the_atari_studys_run_of_its_seed_and_preset(tmp_path, game, base, study, variant,
+                                                                               label, planned):
+    """The checks sections (experiments/studies/atari_checks*.yaml): each check run's last-100 score beside the atari
+    study's run of the same game, seed and preset (PPO's check beside atari_ppo, A2C's beside atari_a2c). Here the
+    check's records are a copy of a published run of the base variant, relabelled, so the two scores are equal."""
+    runs = [p for p in published_run_dirs() if game in str(p) and p.parent.name == base]
+    if not runs:
+        pytest.skip(f"no {game} {base} run is published")
+    run = runs[0]
     shutil.copytree(run, tmp_path / run.relative_to(ROOT))
-    check = tmp_path / "published/atari_checks/paper/runs/ALE/Breakout-v5/atari_ppo_nature_cnn" / run.name
+    check = tmp_path / f"published/{study}/paper/runs/ALE/{game}-v5/{variant}" / run.name
     shutil.copytree(run, check)
     manifest = json.loads((check / "manifest.json").read_text())
-    manifest.update(study="atari_checks", variant="atari_ppo_nature_cnn", variant_label="PPO, Nature CNN",
-                    run_id=f"ALE/Breakout-v5/atari_ppo_nature_cnn/{run.name}")
+    manifest.update(study=study, variant=variant, variant_label=label, run_id=f"ALE/{game}-v5/{variant}/{run.name}")
     (check / "manifest.json").write_text(json.dumps(manifest))
     text = atari_results.build(tmp_path / "published")
-    section = text[text.index("## Checks"):]
-    assert "1 of 3 runs of the checks published" in section
+    section = check_section(text, study)
+    assert f"1 of {planned} runs of this check published" in section
     score = pd.read_parquet(run / "episodes.parquet")["episode_return"].iloc[-100:].mean()
     seed = run.name.removeprefix("seed")
-    assert f"| Breakout | PPO, Nature CNN | {seed} | {score:,.1f} | {score:,.1f} |" in section
+    assert f"| {game} | {label} | {seed} | {score:,.1f} | {score:,.1f} ({base}) |" in section
 
 
 def test_without_check_runs_the_section_says_how_to_train_them(tmp_path):
     text = atari_results.build(tmp_path)
-    assert "No run of the checks is published yet (0 of 3: `GRID_NAME=atari-checks scripts/paper_grid.sh start`" in text
+    for study, planned in (("atari_checks", 3), ("atari_checks_a2c", 6)):
+        assert (f"No run of this check is published yet (0 of {planned}: `GRID_NAME=atari-checks scripts/paper_grid.sh "
+                "start` trains them)") in check_section(text, study)
 
 
 @pytest.mark.skipif(not published_run_dirs(), reason="no Atari run is published yet")
