@@ -258,20 +258,20 @@ def checks_section(published: Path, scores: pd.DataFrame | None) -> list[str]:
             continue
         episodes, updates, manifests = load_runs(runs_dir, update_columns=("update", "global_step"))
         checked = run_scores(episodes, attach_env_protocol(check_runs(manifests)), updates)
-        base_of = {v.name: base_of_preset[v.preset.name] for v in study.variants}
+        base_of = {v.name: base_of_preset.get(v.preset.name) for v in study.variants}  # None: no such variant
         rows = []
         for (game, variant, label), group in checked.groupby(["game", "variant", "variant_label"], sort=True):
-            base = base_of[variant]
+            base = base_of.get(variant)
             paper = (scores[(scores["variant"] == base) & (scores["game"] == game)].set_index("seed")["score_last"]
-                     if scores is not None else pd.Series(dtype=float))
+                     if scores is not None and base is not None else pd.Series(dtype=float))
             ours = group.set_index("seed")["score_last"]
             for seed in sorted(set(ours.index) | set(paper.index)):
                 rows.append({"game": game, "check": label, "seed": str(seed), "its last-100 score": fmt(ours.get(seed)),
-                             "the atari study's run (the paper's network), same seed":
+                             "the atari study's run of its preset, same seed":
                              f"{fmt(paper.get(seed))} ({base})" if seed in paper.index else ""})
             rows.append({"game": game, "check": label, "seed": "mean of the seeds each has",
                          "its last-100 score": fmt(float(ours.mean())),
-                         "the atari study's run (the paper's network), same seed":
+                         "the atari study's run of its preset, same seed":
                          f"{fmt(float(paper.mean()))} ({base})" if len(paper) else ""})
         lines += [f"{len(checked)} of {len(study.runs())} runs of this check published; a run at fewer than "
                   f"{study.total_steps:,} agent steps is not in the dataset.", "", markdown(pd.DataFrame(rows)), ""]
