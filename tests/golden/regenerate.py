@@ -102,6 +102,8 @@ GOLDENS = (
     # PPO's golden has episodes (Pong's first games would take far longer than these budgets).
     Golden("atari_ppo", "atari_ppo", ATARI, 2048, "PPO on Atari: shared CNN, L^CLIP+VF+S, annealing (the smoke budget)"),
     Golden("atari_a2c", "atari_a2c", ATARI, 480, "A2C on Atari: shared CNN, RMSprop, linear lr (16 actors x 5 steps)"),
+    Golden("atari_a2c_nature_cnn", "atari_a2c_nature_cnn", ATARI, 480,
+           "A2C on the Nature CNN (the check atari_checks_a2c): the larger torso, built and stepped"),
     # ACER replays only once every actor holds replay_start = 10,000 steps; a golden that waited for that would
     # take minutes, so this one replays from its second iteration (replay_start lowered to one 20-step segment):
     # the on-policy step, the buffer, Poisson replay counts and off-policy corrections in 2 iterations.
@@ -119,8 +121,9 @@ BY_NAME = {g.name: g for g in GOLDENS}
 # (algorithm key, network) pairs that a variant file trains but no golden pins, and why. The second guard of
 # tests/training/test_golden_records.py fails for any other pair without a golden.
 NOT_COVERED = {
-    ("ppo", "cnn_nature"): "variant atari_ppo_nature_cnn (a benchmark beside SB3, in no study): the Nature CNN "
-                           "takes ~10 s per 1024 steps here; PPO's update on Atari is pinned by atari_ppo",
+    ("ppo", "cnn_nature"): "variant atari_ppo_nature_cnn (Breakout's check, study atari_checks): the Nature CNN is "
+                           "pinned by golden atari_a2c_nature_cnn, PPO's update on Atari by atari_ppo; a PPO golden on "
+                           "it would take ~10 s per 1024 steps",
 }
 
 
