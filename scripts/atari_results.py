@@ -43,8 +43,12 @@ from ppo.training.driver import resumed_elsewhere  # noqa: E402
 PAGE = ROOT / "docs" / "atari-results.md"
 SCALE = "paper"
 # Checks of the disagreements, beside the atari study: Breakout's PPO (experiments/studies/atari_checks.yaml) and
-# A2C on Pong and BeamRider (atari_checks_a2c.yaml), each on the Nature CNN
-CHECKS = ("atari_checks", "atari_checks_a2c")
+# A2C on Pong and BeamRider (atari_checks_a2c.yaml), each on the Nature CNN; A2C at the SB3 zoo's settings on Pong
+# (atari_checks_a2c_zoo.yaml), first, as it decides whether our A2C is sound
+CHECKS = ("atari_checks_a2c_zoo", "atari_checks", "atari_checks_a2c")
+# A check variant trained at another library's published settings, and that library's row of
+# reference/atari_reference_scores.csv (its `algo` field): the score the check is set beside
+SETTINGS_REFERENCE = {"atari_a2c_sb3_zoo": "a2c (SB3, zoo hyperparameters hyperparams/a2c.yml atari)"}
 CURVE_BIN = 1_000_000  # agent steps per column of the learning-curve table
 REFERENCES = ROOT / "reference"
 
@@ -243,9 +247,11 @@ def where_section(manifests: pd.DataFrame) -> list[str]:
 
 def checks_section(published: Path, scores: pd.DataFrame | None) -> list[str]:
     """The checks studies' runs (CHECKS) beside the atari study's runs of the same game, seed and preset (the check
-    changes one setting of that variant: atari_ppo_nature_cnn is atari_ppo on the Nature CNN): each seed's last-100
-    score under both, and the mean of each over the seeds it has."""
+    changes settings of that variant: atari_ppo_nature_cnn is atari_ppo on the Nature CNN): each seed's last-100
+    score under both, and the mean of each over the seeds it has; for a check at another library's settings
+    (SETTINGS_REFERENCE), that library's published score beside the mean."""
     lines = ["## Checks: where the Atari half disagrees with the paper", ""]
+    references = load_atari_references(REFERENCES / "atari_reference_scores.csv")
     base_of_preset = {v.preset.name: v.name for v in load_study("atari", SCALE).variants}
     for name in CHECKS:
         study = load_study(name, SCALE)
@@ -272,10 +278,23 @@ def checks_section(published: Path, scores: pd.DataFrame | None) -> list[str]:
             rows.append({"game": game, "check": label, "seed": "mean of the seeds each has",
                          "its last-100 score": fmt(float(ours.mean())),
                          "the atari study's run of its preset, same seed":
-                         f"{fmt(float(paper.mean()))} ({base})" if len(paper) else ""})
+                         f"{fmt(float(paper.mean()))} ({base})" if len(paper) else ""}
+                        | settings_reference(references, variant, game))
         lines += [f"{len(checked)} of {len(study.runs())} runs of this check published; a run at fewer than "
                   f"{study.total_steps:,} agent steps is not in the dataset.", "", markdown(pd.DataFrame(rows)), ""]
     return lines
+
+
+def settings_reference(references: pd.DataFrame, variant: str, game: str) -> dict:
+    """The published score at the check's settings (SETTINGS_REFERENCE), with its source and what it measures."""
+    if variant not in SETTINGS_REFERENCE:
+        return {}
+    rows = references[(references["algo"] == SETTINGS_REFERENCE[variant]) & (references["game"] == game)]
+    if rows.empty:
+        return {"published at its settings": "none for this game"}
+    row = rows.iloc[0]
+    clauses = [c.strip() for c in row["note"].split(";")]  # "env ...; what the score is; ..."
+    return {"published at its settings": f"{fmt(float(row['score']))} ({row['algo']}: {clauses[1] if len(clauses) > 1 else row['note']})"}
 
 
 def build(published: Path) -> str:

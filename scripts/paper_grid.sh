@@ -22,9 +22,10 @@
 #       ../atari-grid. A run is 3-5 h of one core, longer than a session: `carry` before a session ends, or the
 #       next machine starts it again.
 #   GRID_NAME=atari-checks scripts/paper_grid.sh start|status|publish|watch|stop|carry
-#       the Atari checks on the Nature CNN (experiments/studies/atari_checks.yaml: PPO on Breakout, about 9 h of one
-#       core per run; atari_checks_a2c.yaml: A2C on Pong and BeamRider, about 5.5 h), in ../atari-checks, on one core
-#       (CORES=1); STUDIES=atari_checks_a2c trains one of them
+#       the Atari checks (experiments/studies/atari_checks_a2c_zoo.yaml: A2C at the SB3 zoo's settings on Pong;
+#       atari_checks.yaml: PPO on the Nature CNN on Breakout, about 9 h of one core per run; atari_checks_a2c.yaml:
+#       A2C on the Nature CNN on Pong and BeamRider, about 5.5 h), in ../atari-checks, on one core (CORES=1);
+#       STUDIES=atari_checks_a2c_zoo trains one of them
 #   GRID_NAME=rlhf scripts/paper_grid.sh start|status|publish|watch|stop
 #       the RLHF study at its full scale (experiments/studies/rlhf.yaml), in ../rlhf-grid, on one core (CORES=1);
 #       publish copies its finished runs into published/rlhf/full (ppo.pipeline.publish --studies rlhf) and writes
@@ -63,12 +64,12 @@ case "${GRID_NAME:-mujoco}" in
     # the runs with a checkpoint that start first (counted by start), of the variants trained now only
     IFS=, read -r -a trained_variants <<< "$ATARI_VARIANTS"; RESUMABLE_SCOPE=(--variants "${trained_variants[@]}") ;;
   atari-checks)
-    # The checks of the Atari half on the Nature CNN (docs/paper-scale.md "Open: Breakout" and "Open: A2C"): PPO on
-    # Breakout (experiments/studies/atari_checks.yaml) and A2C on Pong and BeamRider (atari_checks_a2c.yaml); STUDIES
-    # narrows them. One run per job, on one core by default, in ../atari-checks; a publish writes
+    # The checks of the Atari half (docs/paper-scale.md "Open: Breakout" and "Open: A2C"): A2C at the SB3 zoo's settings
+    # on Pong (experiments/studies/atari_checks_a2c_zoo.yaml), PPO on the Nature CNN on Breakout (atari_checks.yaml) and
+    # A2C on the Nature CNN on Pong and BeamRider (atari_checks_a2c.yaml); STUDIES narrows them. One run per job, on one core by default, in ../atari-checks; a publish writes
     # docs/atari-results.md again, whose checks section sets these runs beside the atari study's. Carried like Atari's.
     GRID="${GRID:-$(dirname "$REPO")/atari-checks}"
-    STUDIES="${STUDIES:-atari_checks,atari_checks_a2c}" GROUP_SIZE=1 SB3_REFERENCE=0 CORES="${CORES:-1}" GRID_CONFIG=() STATUS_SCOPE=() RESULTS_PAGE=atari ;;
+    STUDIES="${STUDIES:-atari_checks_a2c_zoo,atari_checks,atari_checks_a2c}" GROUP_SIZE=1 SB3_REFERENCE=0 CORES="${CORES:-1}" GRID_CONFIG=() STATUS_SCOPE=() RESULTS_PAGE=atari ;;
   rlhf)
     # The RLHF study at its full scale (issue 32: 300 runs of about a minute, ~5.7 core-hours; no checkpoints,
     # a stopped session loses the runs in progress only), on one core beside the Atari grid by default

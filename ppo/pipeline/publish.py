@@ -55,8 +55,8 @@ CHECKS = ("table1_v4", "table1_bootstrap", "swimmer_details")
 STUDIES = ("table1", "figure3", *CHECKS)
 # Every study with published paper-scale runs, as INDEX.csv lists them: the MuJoCo ones and the Atari study,
 # whose paper scale is trained a few games at a time (./repro atari-three, scripts/paper_grid.sh with GRID_NAME=atari),
-# and its checks (experiments/studies/atari_checks.yaml and atari_checks_a2c.yaml, GRID_NAME=atari-checks).
-INDEXED = (*STUDIES, "atari", "atari_checks", "atari_checks_a2c", "rlhf")
+# and its checks (experiments/studies/atari_checks*.yaml, GRID_NAME=atari-checks).
+INDEXED = (*STUDIES, "atari", "atari_checks", "atari_checks_a2c", "atari_checks_a2c_zoo", "rlhf")
 SCALE = "paper"
 # A study published at another scale than the paper's: the RLHF study's full scale (issue 32; the paper has no RLHF)
 SCALES = {"rlhf": "full"}

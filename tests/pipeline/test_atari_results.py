@@ -59,7 +59,8 @@ def check_section(text: str, study: str) -> str:
 
 
 CHECK_CASES = [("Breakout", "atari_ppo", "atari_checks", "atari_ppo_nature_cnn", "PPO, Nature CNN", 3),
-               ("BeamRider", "atari_a2c", "atari_checks_a2c", "atari_a2c_nature_cnn", "A2C, Nature CNN", 6)]
+               ("BeamRider", "atari_a2c", "atari_checks_a2c", "atari_a2c_nature_cnn", "A2C, Nature CNN", 6),
+               ("Pong", "atari_a2c", "atari_checks_a2c_zoo", "atari_a2c_sb3_zoo", "A2C, SB3 zoo settings", 3)]
 
 
 @pytest.mark.parametrize("game, base, study, variant, label, planned", CHECK_CASES)
@@ -84,11 +85,17 @@ def test_a_check_run_is_set_beside_the_atari_studys_run_of_its_seed_and_preset(t
     score = pd.read_parquet(run / "episodes.parquet")["episode_return"].iloc[-100:].mean()
     seed = run.name.removeprefix("seed")
     assert f"| {game} | {label} | {seed} | {score:,.1f} | {score:,.1f} ({base}) |" in section
+    if variant in atari_results.SETTINGS_REFERENCE:  # the library's published score at these settings, from reference/
+        references = pd.read_csv(ROOT / "reference/atari_reference_scores.csv")
+        published = references[(references["algo"] == atari_results.SETTINGS_REFERENCE[variant])
+                               & (references["game"] == game)]["score"]
+        assert len(published) == 1
+        assert f"| {score:,.1f} ({base}) | {published.iloc[0]:,.1f} (a2c (SB3, zoo" in section
 
 
 def test_without_check_runs_the_section_says_how_to_train_them(tmp_path):
     text = atari_results.build(tmp_path)
-    for study, planned in (("atari_checks", 3), ("atari_checks_a2c", 6)):
+    for study, planned in (("atari_checks", 3), ("atari_checks_a2c", 6), ("atari_checks_a2c_zoo", 3)):
         assert (f"No run of this check is published yet (0 of {planned}: `GRID_NAME=atari-checks scripts/paper_grid.sh "
                 "start` trains them)") in check_section(text, study)
 
