@@ -11,8 +11,10 @@ state that run's checkpoint holds, its records repeated to a share of the full r
 the records held (a + b·k for k updates), so the whole run's saves sum in closed form:
 - every ``--every`` updates (the pipeline's rule before checkpoint_seconds): U/N saves at k = N, 2N, …, U;
 - at most once per ``--seconds`` (and every N updates): U·t/s saves, evenly over the run.
-Printed per variant: the updates of a run, seconds per update, a save at the start and at the end, the file at
-the end, and each rule's saves as a share of the run's training time.
+Printed per variant and form of the records (``--forms``: ``columns``, as the job saves them since 2026-11-29,
+ppo.training.driver.rows_as_columns, the encoding timed with the save; ``rows``, pickled lists of dicts as before): the
+updates of a run, seconds per update, a save at the start and at the end, the file at the end, and each rule's saves
+as a share of the run's training time.
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from ppo.config.experiments import load_variant  # noqa: E402
-from ppo.training.driver import RunSpec, train_group  # noqa: E402
+from ppo.training.driver import RunSpec, rows_as_columns, rows_from_columns, train_group  # noqa: E402
 
 
 def saved_state(task: str, variant: str, iterations: int, folder: Path) -> tuple[dict, float, int]:
@@ -47,20 +49,38 @@ def saved_state(task: str, variant: str, iterations: int, folder: Path) -> tuple
 def with_records_of(state: dict, k: int) -> dict:
     """The state with ``k`` updates' records, copies of the measured ones (new dicts, as a run's are: pickle
     would write a repeated object once)."""
-    def grown(per_run):  # one list of rows per run
-        return [[dict(rows[i % len(rows)]) for i in range(k)] for rows in per_run]
+    def grown(per_run):  # one list of rows per run (the checkpoint holds each as columns, or as rows before)
+        return [[dict(rows[i % len(rows)]) for i in range(k)] for rows in map(rows_from_columns, per_run)]
     return {**state, "update_rows": grown(state["update_rows"]), "timing_rows": grown(state["timing_rows"])}
 
 
-def save_seconds(state: dict, repeats: int, folder: Path) -> tuple[float, int]:
-    """Median seconds of saving ``state`` to a file (as the job does: torch.save, then a rename), and its bytes."""
+def save_seconds(state: dict, repeats: int, folder: Path, form: str) -> tuple[float, int]:
+    """Median seconds of saving ``state`` (records as rows) to a file as the job does (the records encoded as
+    columns when ``form`` says so, then torch.save; the rename is not timed), and its bytes."""
     times = []
     for _ in range(repeats):
         path = folder / "probe.pt"
         start = time.perf_counter()
-        torch.save(state, path)
+        if form == "columns":
+            torch.save({**state, **{key: [rows_as_columns(rows) for rows in state[key]]
+                                    for key in ("update_rows", "timing_rows")}}, path)
+        else:
+            torch.save(state, path)
         times.append(time.perf_counter() - start)
     return statistics.median(times), path.stat().st_size
+
+
+def cost_row(measured: dict, per_update: float, updates: int, every: int, seconds: float) -> list[str]:
+    """The printed row's measures: ``measured`` maps the share of the run held (0, 0.5, 1) to (seconds, bytes)."""
+    a = measured[0.0][0]
+    b = (measured[1.0][0] - a) / updates  # seconds per update's records held
+    training = updates * per_update
+    saves_every = updates / every  # at k = N, 2N, ..., U: Σ (a + b·k) = n·a + b·N·n(n+1)/2
+    old = saves_every * a + b * every * saves_every * (saves_every + 1) / 2
+    saves_timed = min(saves_every, training / seconds)
+    new = saves_timed * (a + b * updates / 2)
+    return [f"{updates:,}", f"{per_update:.3f}", f"{a:.2f} s", f"{measured[0.5][0]:.2f} s", f"{measured[1.0][0]:.2f} s",
+            f"{measured[1.0][1] / 1e6:.1f}", f"{old / training:.1%}", f"{new / training:.2%}"]
 
 
 def main(argv=None) -> int:
@@ -71,29 +91,23 @@ def main(argv=None) -> int:
     p.add_argument("--every", type=int, default=10, help="updates between saves (config checkpoint_every)")
     p.add_argument("--seconds", type=float, default=60.0, help="at least this between saves (config checkpoint_seconds)")
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--forms", nargs="+", choices=["columns", "rows"], default=["columns", "rows"],
+                   help="how the records are saved: as columns (the job's) and as pickled rows (before 2026-11-29)")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     print(f"{args.task}, one run, one thread; saves every {args.every} updates against at most once per "
           f"{args.seconds:.0f} s")
-    header = ("variant", "updates/run", "s/update", "save at 0 %", "at 50 %", "at 100 %", "MB at 100 %",
+    header = ("variant", "records as", "updates/run", "s/update", "save at 0 %", "at 50 %", "at 100 %", "MB at 100 %",
               f"every {args.every}", f"≥ {args.seconds:.0f} s")
     print(" | ".join(header))
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for variant in args.variants:
             state, per_update, updates = saved_state(args.task, variant, args.iterations, folder)
-            measured = {share: save_seconds(with_records_of(state, max(1, int(share * updates))), args.repeats, folder)
-                        for share in (0.0, 0.5, 1.0)}
-            a = measured[0.0][0]
-            b = (measured[1.0][0] - a) / updates  # seconds per update's records held
-            training = updates * per_update
-            saves_every = updates / args.every  # at k = N, 2N, ..., U: Σ (a + b·k) = n·a + b·N·n(n+1)/2
-            old = saves_every * a + b * args.every * saves_every * (saves_every + 1) / 2
-            saves_timed = min(saves_every, training / args.seconds)
-            new = saves_timed * (a + b * updates / 2)
-            print(" | ".join([variant, f"{updates:,}", f"{per_update:.3f}", f"{a:.2f} s", f"{measured[0.5][0]:.2f} s",
-                              f"{measured[1.0][0]:.2f} s", f"{measured[1.0][1] / 1e6:.1f}",
-                              f"{old / training:.1%}", f"{new / training:.2%}"]))
+            grown = {share: with_records_of(state, max(1, int(share * updates))) for share in (0.0, 0.5, 1.0)}
+            for form in args.forms:
+                measured = {share: save_seconds(held, args.repeats, folder, form) for share, held in grown.items()}
+                print(" | ".join([variant, form, *cost_row(measured, per_update, updates, args.every, args.seconds)]))
     return 0
 
 

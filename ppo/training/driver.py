@@ -52,10 +52,43 @@ class RunResult:
     derived_seeds: dict
 
 
+# A checkpoint's records as columns, one tensor per field and run. A late A2C checkpoint on Atari is mostly records
+# (125,000 updates × 16 fields): as pickled rows they took 23 of its 31 MB at 8.85M agent steps and about 1 s to save,
+# as columns 13 MB and 0.3 s, encoding included. A checkpoint carried to the repository again (ppo.pipeline.carry)
+# then grows by appending to them, which git stores as a delta: 5.2 against 8.2 MB per carry of Breakout's A2C
+# seed 2 (docs/performance.md, "Checkpoints' records as columns")
+ROW_TYPES = {bool: torch.bool, int: torch.int64, float: torch.float64}
+
+
+def rows_as_columns(rows: list[dict]) -> dict | list[dict]:
+    """One run's rows as {"names": [field, ...], "columns": [tensor, ...]}, each value kept exactly (a Python bool,
+    int or float in bool, int64 or float64); the rows as they are where they are not all of one shape and type."""
+    names = list(rows[0]) if rows else []
+    if not names or any(len(row) != len(names) for row in rows):
+        return rows
+    columns = []
+    for name in names:
+        values = [row.get(name) for row in rows]  # a row without the field gives None: not a column
+        kinds = {type(v) for v in values}
+        if len(kinds) != 1 or (kind := kinds.pop()) not in ROW_TYPES:
+            return rows
+        columns.append(torch.tensor(values, dtype=ROW_TYPES[kind]))
+    return {"names": names, "columns": columns}
+
+
+def rows_from_columns(saved: dict | list[dict]) -> list[dict]:
+    """The rows ``rows_as_columns`` stored (rows stored as rows, by earlier checkpoints too, come back as they are)."""
+    if isinstance(saved, list):
+        return saved
+    columns = [column.tolist() for column in saved["columns"]]  # bool, int and float: the values the rows held
+    return [dict(zip(saved["names"], values)) for values in zip(*columns)]
+
+
 @dataclass
 class GroupProgress:
     """What a group's training has recorded so far, per run; with the algorithm's, environments' and sampling
-    state, what a checkpoint holds (its keys are :data:`CHECKPOINT_KEYS`, unchanged since 2026-11-26)."""
+    state, what a checkpoint holds (its keys are :data:`CHECKPOINT_KEYS`, unchanged since 2026-11-26; the records
+    saved as columns since 2026-11-29, :func:`rows_as_columns`, and read in either form)."""
 
     update_rows: list[list[dict]]
     timing_rows: list[list[dict]]  # wall-clock measures, kept apart from the deterministic records
@@ -72,7 +105,8 @@ class GroupProgress:
     def restore(self, state: dict, step: int, code: dict) -> None:
         """Take a checkpoint's records; ``step`` and ``code`` start the new part."""
         runs = len(self.alive)
-        self.update_rows, self.timing_rows = state["update_rows"], state["timing_rows"]
+        self.update_rows = [rows_from_columns(rows) for rows in state["update_rows"]]
+        self.timing_rows = [rows_from_columns(rows) for rows in state["timing_rows"]]
         self.alive, self.diverged = np.array(state["alive"]), [tuple(x) for x in state["diverged"]]
         self.iteration = int(state["iteration"])
         # a checkpoint carried without its replay buffer (ppo.pipeline.carry.without_replay_buffer): this part
@@ -84,6 +118,11 @@ class GroupProgress:
         if (len(self.update_rows) != runs or len(self.timing_rows) != runs or self.alive.shape != (runs,)
                 or len(self.diverged) != runs):
             raise ValueError(f"it holds the records of {len(self.update_rows)} runs, the group has {runs}")
+
+    def saved_records(self) -> dict:
+        """The records as a checkpoint holds them: each run's as columns."""
+        return {"update_rows": [rows_as_columns(rows) for rows in self.update_rows],
+                "timing_rows": [rows_as_columns(rows) for rows in self.timing_rows]}
 
     def record(self, recorded: np.ndarray, steps: np.ndarray, steps_before: np.ndarray,
                stats: dict[str, np.ndarray], finite: np.ndarray, seconds: float, rollout_seconds: float,
@@ -159,7 +198,7 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
     def save_checkpoint() -> None:
         state = {"fingerprint": fingerprint, "iteration": progress.iteration, "algorithm": algo.state_dict(),
                  "sample_rng": [g.get_state() for g in ctx.sample_gens], "envs": ctx.envs.state(),
-                 "log": ctx.log.state(), "update_rows": progress.update_rows, "timing_rows": progress.timing_rows,
+                 "log": ctx.log.state(), **progress.saved_records(),
                  "alive": progress.alive.tolist(), "diverged": progress.diverged, "parts": progress.parts}
         records.atomic_write(checkpoint, lambda p: torch.save(state, p))
 

@@ -176,3 +176,45 @@ def test_a_group_checkpointed_under_config_schema_1_resumes(tmp_path, monkeypatc
     for (e1, u1, _), (e2, u2, _) in zip(uninterrupted, comparable(resumed)):
         pd.testing.assert_frame_equal(e1, e2, check_exact=True)
         pd.testing.assert_frame_equal(u1, u2, check_exact=True)
+
+
+def test_records_saved_as_columns_come_back_exactly():
+    """ppo.training.driver.rows_as_columns: a run's rows as one tensor per field, every value back as it was (type,
+    sign of zero, NaN, infinities, int64's range); rows it cannot hold so (mixed types or shapes) stay rows."""
+    from ppo.training.driver import rows_as_columns, rows_from_columns
+    rows = [{"update": 0, "global_step": 2**62, "loss": -0.0, "kl": float("nan"), "diverged": False},
+            {"update": 1, "global_step": 5, "loss": 0.1 + 0.2, "kl": float("inf"), "diverged": True},
+            {"update": 2, "global_step": -7, "loss": 5e-324, "kl": -1.5, "diverged": False}]
+    saved = rows_as_columns(rows)
+    assert saved["names"] == list(rows[0])
+    assert [c.dtype for c in saved["columns"]] == [torch.int64, torch.int64, torch.float64, torch.float64, torch.bool]
+    back = rows_from_columns(saved)
+    assert [[(type(v), repr(v)) for v in row.values()] for row in back] == \
+           [[(type(v), repr(v)) for v in row.values()] for row in rows]  # repr: -0.0, nan, 5e-324 exactly
+    for odd in ([{"a": 1}, {"a": 1.5}], [{"a": 1}, {"a": 2, "b": 3}], [{"a": 1, "b": 2}, {"a": 1}],
+                [{"a": "text"}], [{"a": None}]):
+        assert rows_as_columns(odd) is odd and rows_from_columns(odd) is odd
+    assert rows_as_columns([]) == [] and rows_from_columns([]) == []
+
+
+def test_a_checkpoint_holds_its_records_as_columns_and_one_with_rows_still_resumes(tmp_path, monkeypatch,
+                                                                                      uninterrupted):
+    """Checkpoints before 2026-11-29 held the records as rows (the carried Atari runs among them): they resume, with
+    records identical to an uninterrupted group's."""
+    from ppo.training.driver import rows_from_columns
+    ckpt = tmp_path / "group.ckpt"
+    with monkeypatch.context() as m:
+        kill_at(m, ppo.algorithms.ppo, "objective_terms", 8 * 4 + 3)
+        with pytest.raises(Killed):
+            train_group(specs(), log=lambda _: None, checkpoint=ckpt, checkpoint_every=2)
+    state = torch.load(ckpt, weights_only=True)
+    for key in ("update_rows", "timing_rows"):
+        assert all(set(saved) == {"names", "columns"} for saved in state[key])
+        state[key] = [rows_from_columns(saved) for saved in state[key]]  # as an earlier checkpoint held them
+    torch.save(state, ckpt)
+    messages = []
+    resumed = train_group(specs(), log=messages.append, checkpoint=ckpt, checkpoint_every=2)
+    assert any("resumed from" in m for m in messages), messages
+    for (e1, u1, _), (e2, u2, _) in zip(uninterrupted, comparable(resumed)):
+        pd.testing.assert_frame_equal(e1, e2, check_exact=True)
+        pd.testing.assert_frame_equal(u1, u2, check_exact=True)
