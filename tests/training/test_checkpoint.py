@@ -14,7 +14,7 @@ import ppo.training.driver
 from ppo.config.run_config import RunConfig
 from ppo.config.settings import Objective, PPOSettings
 from ppo.training import records
-from ppo.training.driver import RunSpec, train_group
+from ppo.training.driver import RunSpec, rows_as_columns, rows_from_columns, train_group
 
 CFG = RunConfig(total_steps=1024, horizon=128, ppo=PPOSettings(epochs=2, minibatch_size=32))
 
@@ -181,7 +181,6 @@ def test_a_group_checkpointed_under_config_schema_1_resumes(tmp_path, monkeypatc
 def test_records_saved_as_columns_come_back_exactly():
     """ppo.training.driver.rows_as_columns: a run's rows as one tensor per field, every value back as it was (type,
     sign of zero, NaN, infinities, int64's range); rows it cannot hold so (mixed types or shapes) stay rows."""
-    from ppo.training.driver import rows_as_columns, rows_from_columns
     rows = [{"update": 0, "global_step": 2**62, "loss": -0.0, "kl": float("nan"), "diverged": False},
             {"update": 1, "global_step": 5, "loss": 0.1 + 0.2, "kl": float("inf"), "diverged": True},
             {"update": 2, "global_step": -7, "loss": 5e-324, "kl": -1.5, "diverged": False}]
@@ -201,7 +200,6 @@ def test_a_checkpoint_holds_its_records_as_columns_and_one_with_rows_still_resum
                                                                                       uninterrupted):
     """Checkpoints before 2026-11-29 held the records as rows (the carried Atari runs among them): they resume, with
     records identical to an uninterrupted group's."""
-    from ppo.training.driver import rows_from_columns
     ckpt = tmp_path / "group.ckpt"
     with monkeypatch.context() as m:
         kill_at(m, ppo.algorithms.ppo, "objective_terms", 8 * 4 + 3)
