@@ -151,6 +151,16 @@ def test_checkpoint_of_this_group_that_cannot_be_restored_is_kept_aside(tmp_path
         pd.testing.assert_frame_equal(u1, u2, check_exact=True)
 
 
+def assert_resumes_as_uninterrupted(ckpt, uninterrupted) -> None:
+    """The group resumes from ``ckpt`` and ends with the uninterrupted group's records."""
+    messages = []
+    resumed = train_group(specs(), log=messages.append, checkpoint=ckpt, checkpoint_every=2)
+    assert any("resumed from" in m for m in messages), messages
+    for (e1, u1, _), (e2, u2, _) in zip(uninterrupted, comparable(resumed)):
+        pd.testing.assert_frame_equal(e1, e2, check_exact=True)
+        pd.testing.assert_frame_equal(u1, u2, check_exact=True)
+
+
 def test_a_group_checkpointed_under_config_schema_1_resumes(tmp_path, monkeypatch, uninterrupted):
     """A group stopped before the record's shape changed (ppo.config.schema) resumes after it: its checkpoint names
     each run's config as schema 1 wrote it, PPO's settings at top level, with no schema number."""
@@ -170,12 +180,7 @@ def test_a_group_checkpointed_under_config_schema_1_resumes(tmp_path, monkeypatc
         entries.append([run_id, task, seed, json.dumps(flat, sort_keys=True), protocol])
     state["fingerprint"] = entries
     torch.save(state, ckpt)
-    messages = []
-    resumed = train_group(specs(), log=messages.append, checkpoint=ckpt, checkpoint_every=2)
-    assert any("resumed from" in m for m in messages), messages
-    for (e1, u1, _), (e2, u2, _) in zip(uninterrupted, comparable(resumed)):
-        pd.testing.assert_frame_equal(e1, e2, check_exact=True)
-        pd.testing.assert_frame_equal(u1, u2, check_exact=True)
+    assert_resumes_as_uninterrupted(ckpt, uninterrupted)
 
 
 def test_records_saved_as_columns_come_back_exactly():
@@ -210,9 +215,4 @@ def test_a_checkpoint_holds_its_records_as_columns_and_one_with_rows_still_resum
         assert all(set(saved) == {"names", "columns"} for saved in state[key])
         state[key] = [rows_from_columns(saved) for saved in state[key]]  # as an earlier checkpoint held them
     torch.save(state, ckpt)
-    messages = []
-    resumed = train_group(specs(), log=messages.append, checkpoint=ckpt, checkpoint_every=2)
-    assert any("resumed from" in m for m in messages), messages
-    for (e1, u1, _), (e2, u2, _) in zip(uninterrupted, comparable(resumed)):
-        pd.testing.assert_frame_equal(e1, e2, check_exact=True)
-        pd.testing.assert_frame_equal(u1, u2, check_exact=True)
+    assert_resumes_as_uninterrupted(ckpt, uninterrupted)
