@@ -151,6 +151,16 @@ def test_checkpoint_of_this_group_that_cannot_be_restored_is_kept_aside(tmp_path
         pd.testing.assert_frame_equal(u1, u2, check_exact=True)
 
 
+def killed_in_update_5(tmp_path, monkeypatch) -> tuple:
+    """A group killed inside update 5 (checkpoints every 2): its checkpoint's path and contents."""
+    ckpt = tmp_path / "group.ckpt"
+    with monkeypatch.context() as m:
+        kill_at(m, ppo.algorithms.ppo, "objective_terms", 8 * 4 + 3)
+        with pytest.raises(Killed):
+            train_group(specs(), log=lambda _: None, checkpoint=ckpt, checkpoint_every=2)
+    return ckpt, torch.load(ckpt, weights_only=True)
+
+
 def assert_resumes_as_uninterrupted(ckpt, uninterrupted) -> None:
     """The group resumes from ``ckpt`` and ends with the uninterrupted group's records."""
     messages = []
@@ -164,12 +174,7 @@ def assert_resumes_as_uninterrupted(ckpt, uninterrupted) -> None:
 def test_a_group_checkpointed_under_config_schema_1_resumes(tmp_path, monkeypatch, uninterrupted):
     """A group stopped before the record's shape changed (ppo.config.schema) resumes after it: its checkpoint names
     each run's config as schema 1 wrote it, PPO's settings at top level, with no schema number."""
-    ckpt = tmp_path / "group.ckpt"
-    with monkeypatch.context() as m:
-        kill_at(m, ppo.algorithms.ppo, "objective_terms", 8 * 4 + 3)
-        with pytest.raises(Killed):
-            train_group(specs(), log=lambda _: None, checkpoint=ckpt, checkpoint_every=2)
-    state = torch.load(ckpt, weights_only=True)
+    ckpt, state = killed_in_update_5(tmp_path, monkeypatch)
     schema1_defaults = {"network": "mlp", "env_protocol": None, "clip_schedule": "constant", "vf_clip": None,
                         "target_kl": None, "reward_norm": False, "reward_clip": 10.0, "adv_recompute": False}
     entries = []
@@ -205,12 +210,7 @@ def test_a_checkpoint_holds_its_records_as_columns_and_one_with_rows_still_resum
                                                                                       uninterrupted):
     """Checkpoints before 2026-11-29 held the records as rows (the carried Atari runs among them): they resume, with
     records identical to an uninterrupted group's."""
-    ckpt = tmp_path / "group.ckpt"
-    with monkeypatch.context() as m:
-        kill_at(m, ppo.algorithms.ppo, "objective_terms", 8 * 4 + 3)
-        with pytest.raises(Killed):
-            train_group(specs(), log=lambda _: None, checkpoint=ckpt, checkpoint_every=2)
-    state = torch.load(ckpt, weights_only=True)
+    ckpt, state = killed_in_update_5(tmp_path, monkeypatch)
     for key in ("update_rows", "timing_rows"):
         assert all(set(saved) == {"names", "columns"} for saved in state[key])
         state[key] = [rows_from_columns(saved) for saved in state[key]]  # as an earlier checkpoint held them
