@@ -15,7 +15,8 @@
 #                                       end of a session, so that the next machine resumes them (`start` restores)
 #
 #   STUDIES=table1 SEEDS=10 scripts/paper_grid.sh start|status|publish|watch|stop|carry
-#       Table 1 at ten seeds (issue 31): seeds 3-9 trained, 0-2 copied from published/; then STUDIES=figure3
+#       Table 1 at ten seeds (issue 31): seeds 3-9 trained, a seed of all 77 cells at a time, so a stop leaves whole
+#       seeds (ppo.pipeline.carry.train_priority); 0-2 copied from published/; then STUDIES=figure3
 #   GRID_NAME=atari scripts/paper_grid.sh start|status|publish|watch|stop|carry
 #       the Atari paper scale's three games (./repro atari-three: the atari study's selection `three`, Pong,
 #       Breakout, BeamRider; PPO and A2C, or ATARI_VARIANTS=atari_ppo alone), one run per job, in

@@ -215,17 +215,25 @@ def budget_fraction(path: Path) -> float:
         return 0.0
 
 
-# Above any new training job's priority (its expected seconds on one core, workflow/rules/common.smk)
+# Above any new training job's priority (train_priority)
 RESUMED_PRIORITY = 10**9
+# New jobs: a seed at a time (seeds above SEED_WAVES share the last wave), then the longest first within a seed; a job's
+# expected seconds on one core (workflow/rules/common.smk) count up to SEED_WAVE_SPAN, far above any job's
+SEED_WAVES, SEED_WAVE_SPAN = 99, 10**7
 
 
-def train_priority(expected_seconds: float, checkpoint: Path) -> int:
+def train_priority(expected_seconds: float, checkpoint: Path, first_seed: int = 0) -> int:
     """A training job's Snakemake priority: a group with a checkpoint before every new group, the furthest (largest
     share of its budget) first: it publishes soonest, and a stopped session loses least, where Snakemake's tie order
-    resumed a run 3 % done before one 62 % done (2026-11-28); new groups the longest first, which balances the
-    cores."""
+    resumed a run 3 % done before one 62 % done (2026-11-28). Then new groups by their lowest seed (``first_seed``),
+    the lowest first: a grid of many seeds that stops partway (the ten-seed Table 1 takes many sessions) leaves
+    whole seeds across its cells, each a table of its own (analysis.seeds.SeedCounts.common), rather than some cells at
+    ten seeds and the rest at three. Within a seed, the longest first, which balances the cores."""
     done = budget_fraction(checkpoint) if checkpoint.exists() else 0.0
-    return RESUMED_PRIORITY + int(done * 10**6) if done > 0 else int(expected_seconds)
+    if done > 0:
+        return RESUMED_PRIORITY + int(done * 10**6)
+    wave = SEED_WAVES - min(max(first_seed, 0), SEED_WAVES)
+    return wave * SEED_WAVE_SPAN + min(int(expected_seconds), SEED_WAVE_SPAN - 1)
 
 
 def resumable(grid: Path, variants: list[str] | None = None) -> list[Path]:

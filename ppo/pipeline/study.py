@@ -78,6 +78,11 @@ class Group:
     task: str
     runs: tuple[Run, ...]
 
+    @property
+    def first_seed(self) -> int:
+        """Its lowest seed: grids train a seed at a time (ppo.pipeline.carry.train_priority)."""
+        return min(run.seed for run in self.runs)
+
 
 @dataclass(frozen=True)
 class Study:
@@ -106,8 +111,10 @@ class Study:
 
     def groups(self, group_size: int = 0, runs: list[Run] | None = None) -> list[Group]:
         """Pack each task's runs (default: all) into groups of at most ``group_size`` (0 = no limit)
-        that can share batched tensors. Grouping never changes a run's results, only how many
-        processes train them."""
+        that can share batched tensors, a seed of every variant before the next seed: Table 1's groups of 11
+        are its 11 settings at one seed, so a grid that trains them a seed at a time (ppo.pipeline.carry.train_priority)
+        and stops partway leaves whole seeds across the table. Grouping never changes a run's results, only how
+        many processes train them."""
         runs = self.runs() if runs is None else runs
         groups = []
         for task in self.tasks:
@@ -116,6 +123,7 @@ class Study:
                 by_structure.setdefault(run.variant.config.structural_key(), []).append(run)
             chunks = []
             for members in by_structure.values():
+                members.sort(key=lambda run: run.seed)  # stable: the study's variant order within a seed
                 size = group_size or len(members)
                 chunks += [members[i:i + size] for i in range(0, len(members), size)]
             counts: dict[str, int] = {}

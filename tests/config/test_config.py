@@ -55,6 +55,21 @@ def test_groups_respect_group_size_and_cover_every_run_once(experiments):
     assert all(len({r.task for r in g.runs}) == 1 for g in groups)
 
 
+def test_groups_of_table1_at_its_group_size_are_its_settings_at_one_seed(experiments):
+    """A seed of every setting before the next seed: the grid's groups of 11 (scripts/paper_grid.sh) are Table 1's 11
+    settings at one seed, in the study's order, and of seeds 3-9 alone when 0-2 are done (the ten-seed grid)."""
+    study = load_study("table1", "paper", seeds=10, experiments_dir=experiments)
+    names = [v.name for v in study.variants]
+    assert len(names) == 11
+    pending = [r for r in study.runs() if r.seed >= 3]
+    groups = study.groups(group_size=11, runs=pending)
+    assert len(groups) == 7 * 7
+    for group in groups:
+        assert len({r.seed for r in group.runs}) == 1 and [r.variant.name for r in group.runs] == names
+    hopper = [g.runs[0].seed for g in groups if g.task == "Hopper-v5"]
+    assert hopper == list(range(3, 10))
+
+
 def test_every_detail_and_mistake_is_a_one_change_variant_of_the_paper_preset():
     study = load_study("details", "paper")
     anchor = next(v for v in study.variants if v.name == study.anchor).config.to_dict()

@@ -40,6 +40,9 @@ def test_plan_takes_the_pipelines_seeds(tmp_path):
     expected = sorted(str(tmp_path / "results" / "table1" / "smoke" / "runs" / r.task / r.variant.name / f"seed{r.seed}")
                       for r in load_study("table1", "smoke", 5).runs())
     assert planned == expected and {int(f.rsplit("seed", 1)[1]) for f in planned} == set(range(5))
+    # a seed at a time, as the pipeline orders its jobs (ppo.pipeline.carry.train_priority)
+    first_seeds = [min(int(r["folder"].rsplit("seed", 1)[1]) for r in runs) for runs in jobs]
+    assert first_seeds == sorted(first_seeds) and len(set(first_seeds)) >= 4, first_seeds
 
 
 def test_run_trains_a_group_to_its_records(tmp_path, capsys):

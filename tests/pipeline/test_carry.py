@@ -134,8 +134,9 @@ def test_resumable_puts_the_largest_share_of_budget_first_of_the_grids_variants(
     assert carry.resumable(tmp_path, ["atari_ppo"]) == [Path(manifest("atari_ppo/seed1"))]
 
 
-def test_train_priority_puts_resumed_groups_first_the_furthest_first_then_new_ones_longest_first(tmp_path):
-    """The order the grid's Snakemake starts training jobs in (workflow/rules/train.smk)."""
+def test_train_priority_puts_resumed_groups_first_the_furthest_first_then_new_ones_by_seed_longest_first(tmp_path):
+    """The order the grid's Snakemake starts training jobs in (workflow/rules/train.smk): resumed groups, then new
+    ones a seed at a time, so that a stopped ten-seed grid leaves whole seeds; the longest first within a seed."""
     far, near = tmp_path / "far.pt", tmp_path / "near.pt"
     fake_checkpoint(far, "ALE/Pong-v5/atari_ppo/seed1", 6_030, 8, 128, 10_000_000)  # 62 % of its budget
     fake_checkpoint(near, "ALE/Breakout-v5/atari_ppo/seed2", 250, 8, 128, 10_000_000)  # 2.6 %
@@ -143,12 +144,18 @@ def test_train_priority_puts_resumed_groups_first_the_furthest_first_then_new_on
     fake_checkpoint(at_start, "ALE/Pong-v5/atari_a2c/seed0", 0, 8, 5, 10_000_000)  # nothing trained: a new group
     not_a_checkpoint = tmp_path / "broken.pt"
     not_a_checkpoint.write_bytes(b"not a checkpoint")
-    priorities = {name: carry.train_priority(seconds, path) for name, seconds, path in [
-        ("far", 100, far), ("near", 50_000, near), ("long", 90_000, tmp_path / "absent.pt"),
-        ("short", 1_000.7, tmp_path / "absent.pt"), ("at_start", 20_000, at_start), ("broken", 10, not_a_checkpoint)]}
-    assert sorted(priorities, key=priorities.get, reverse=True) == ["far", "near", "long", "at_start", "short", "broken"]
+    absent = tmp_path / "absent.pt"
+    priorities = {name: carry.train_priority(seconds, path, seed) for name, seconds, path, seed in [
+        ("far", 100, far, 5), ("near", 50_000, near, 0), ("long", 90_000, absent, 0), ("short", 1_000.7, absent, 0),
+        ("at_start", 20_000, at_start, 0), ("broken", 10, not_a_checkpoint, 0), ("seed 1, longer", 95_000, absent, 1),
+        ("seed 3", 10**8, absent, 3), ("seed 150", 10**8, absent, 150), ("seed 99", 5, absent, 99)]}
+    assert sorted(priorities, key=priorities.get, reverse=True) == [
+        "far", "near", "long", "at_start", "short", "broken", "seed 1, longer", "seed 3", "seed 150", "seed 99"]
     assert priorities["far"] == carry.RESUMED_PRIORITY + 617_472  # 6,030 × 8 × 128 of 10M steps, in millionths
-    assert priorities["short"] == 1_000 and priorities["broken"] == 10
+    assert priorities["short"] == 99 * 10**7 + 1_000 and priorities["broken"] == 99 * 10**7 + 10
+    assert priorities["seed 3"] == 96 * 10**7 + 10**7 - 1  # the expected seconds capped below the next seed's
+    assert priorities["seed 150"] == 10**7 - 1 and priorities["seed 99"] == 5  # seeds from 99 on: the last wave
+    assert max(p for n, p in priorities.items() if n not in ("far", "near")) < carry.RESUMED_PRIORITY
 
 
 def test_a_checkpoint_too_large_for_the_repository_stays_on_its_machine(tmp_path, monkeypatch):

@@ -210,9 +210,10 @@ def expected_seconds(study, group):
 
 
 def train_priority(study, group):
-    """Groups with a checkpoint first, the furthest first; then new ones, the longest first (ppo.pipeline.carry)."""
+    """Groups with a checkpoint first, the furthest first; then new ones a seed at a time, the longest first within a
+    seed (ppo.pipeline.carry)."""
     saved = layout.checkpoint_path("results", study, group.task, [run_dir(study, r) for r in group.runs])
-    return carry.train_priority(expected_seconds(study, group), saved)  # (`checkpoint` is Snakemake's keyword)
+    return carry.train_priority(expected_seconds(study, group), saved, group.first_seed)  # (`checkpoint`: Snakemake's)
 
 
 def memory_mb(study, group):
