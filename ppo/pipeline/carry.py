@@ -230,8 +230,12 @@ def train_priority(expected_seconds: float, checkpoint: Path, first_seed: int = 
     whole seeds across its cells, each a table of its own (analysis.seeds.SeedCounts.common), rather than some cells at
     ten seeds and the rest at three. Within a seed, the longest first, which balances the cores."""
     done = budget_fraction(checkpoint) if checkpoint.exists() else 0.0
-    if done > 0:
-        return RESUMED_PRIORITY + int(done * 10**6)
+    return RESUMED_PRIORITY + int(done * 10**6) if done > 0 else new_group_priority(expected_seconds, first_seed)
+
+
+def new_group_priority(expected_seconds: float, first_seed: int) -> int:
+    """A group without a checkpoint: the lowest seed first, the longest first within a seed (train_priority;
+    ppo.pipeline.remote orders its jobs by it too)."""
     wave = SEED_WAVES - min(max(first_seed, 0), SEED_WAVES)
     return wave * SEED_WAVE_SPAN + min(int(expected_seconds), SEED_WAVE_SPAN - 1)
 

@@ -27,6 +27,7 @@ import yaml
 from ..config.errors import ConfigError
 from ..config.files import PROJECT_ROOT
 from ..training.records import git_state
+from .carry import new_group_priority
 from .plan import make_plan
 from .study import load_study, plan_groups
 
@@ -39,9 +40,10 @@ def plan(studies: list[str], scale: str, group_size: int, only: list[str], resul
     speeds = yaml.safe_load((PROJECT_ROOT / "config" / "config.yaml").read_text())["sim_steps_per_second"]
     groups = [(s, g) for s, g in plan_groups(loaded, group_size, results, PROJECT_ROOT / "published")
               if not only or s.name in only]
-    # the pipeline's order (ppo.pipeline.carry.train_priority): a seed at a time, the longest first within a seed (the
-    # simulator's speed sets a group's length)
-    groups.sort(key=lambda sg: (sg[1].first_seed, -len(sg[1].runs) * sg[0].total_steps / speeds.get(sg[1].task, 1)))
+    # the pipeline's order for new groups: a seed at a time, the longest first within a seed (the simulator's speed sets
+    # a group's length)
+    groups.sort(key=lambda sg: -new_group_priority(len(sg[1].runs) * sg[0].total_steps / speeds.get(sg[1].task, 1),
+                                                   sg[1].first_seed))
     lines = []
     for study, group in groups:
         job_plan = json.dumps(make_plan(results, study, list(group.runs)), sort_keys=True, default=str)
