@@ -6,9 +6,10 @@ import math
 from types import SimpleNamespace
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
+from killing import Killed, kill_at
+from same_records import assert_same_records
 
 import ppo.algorithms.a2c
 import ppo.envs.lockstep
@@ -280,29 +281,16 @@ SMALL = RunConfig(algorithm="a2c", total_steps=320, num_envs=2, horizon=8,
 SMALL_TR = dataclasses.replace(SMALL, a2c=dataclasses.replace(SMALL.a2c, trust_region=True, trust_region_delta=1e-3))
 
 
-def records(result):
-    return result.episodes, result.updates  # wall-clock measures are in result.timing
-
-
 @pytest.mark.parametrize("cfg", [SMALL, SMALL_TR], ids=["a2c", "a2c_trust_region"])
 def test_records_do_not_depend_on_the_group(cfg):
     alone = train_group([RunSpec("t", "Hopper-v5", cfg, 7)], log=lambda _: None)[0]
     shared = train_group([RunSpec("o1", "Hopper-v5", cfg, 1), RunSpec("t", "Hopper-v5", cfg, 7),
                           RunSpec("o2", "Hopper-v5", cfg, 2)], log=lambda _: None)
     assert len(alone.episodes) > 3 and len(alone.updates) == 20
-    for a, b in zip(records(alone), records(shared[1])):
-        pd.testing.assert_frame_equal(a, b, check_exact=True)  # bit-identical on CPU, one thread
+    assert_same_records(alone, shared[1])  # bit-identical on CPU, one thread
     assert not shared[0].updates["policy_loss"].equals(alone.updates["policy_loss"])  # other seeds differ
     if cfg.a2c.trust_region:
         assert alone.updates["trust_region_active"].max() > 0  # the projection really acted
-
-
-def comparable(results):
-    return [(r.episodes, r.updates, r.status) for r in results]
-
-
-class Killed(Exception):
-    """Stands in for SIGKILL."""
 
 
 RESUME = dataclasses.replace(SMALL_TR, total_steps=2 * 8 * 12)
@@ -317,28 +305,17 @@ def resume_specs():
     (ppo.algorithms.a2c, "per_run_grad_norm_clip", 7),  # inside update 7, after its backward
 ], ids=["during a rollout", "during an update"])
 def test_resume_gives_identical_records(tmp_path, monkeypatch, target, name, after_calls):
-    uninterrupted = comparable(train_group(resume_specs(), log=lambda _: None))
+    uninterrupted = train_group(resume_specs(), log=lambda _: None)
     ckpt = tmp_path / "group.ckpt"
-    real, calls = getattr(target, name), {"n": 0}
-
-    def dying(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == after_calls:
-            raise Killed
-        return real(*args, **kwargs)
-
     with monkeypatch.context() as m:
-        m.setattr(target, name, dying)
+        kill_at(m, target, name, after_calls)
         with pytest.raises(Killed):
             train_group(resume_specs(), log=lambda _: None, checkpoint=ckpt, checkpoint_every=2)
     assert ckpt.exists()
     messages = []
-    resumed = comparable(train_group(resume_specs(), log=messages.append, checkpoint=ckpt, checkpoint_every=2))
+    resumed = train_group(resume_specs(), log=messages.append, checkpoint=ckpt, checkpoint_every=2)
     assert any("resumed from" in msg for msg in messages)
-    for (e1, u1, s1), (e2, u2, s2) in zip(uninterrupted, resumed):
-        pd.testing.assert_frame_equal(e1, e2, check_exact=True)
-        pd.testing.assert_frame_equal(u1, u2, check_exact=True)
-        assert s1 == s2
+    assert_same_records(uninterrupted, resumed)
 
 
 def test_a_diverging_run_is_detected_and_does_not_touch_its_group(monkeypatch):
@@ -359,5 +336,4 @@ def test_a_diverging_run_is_detected_and_does_not_touch_its_group(monkeypatch):
                           log=lambda _: None)
     assert bad.status == "diverged" and bad.diverged_at_step == 5 * 16
     assert ok.status == "completed"
-    for a, b in zip(records(alone), records(ok)):
-        pd.testing.assert_frame_equal(a, b, check_exact=True)
+    assert_same_records(alone, ok)

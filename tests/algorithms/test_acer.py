@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 import torch
 from killing import kill_then_resume
+from same_records import assert_same_records
 
 import ppo.algorithms.acer
 from ppo.algorithms.a2c import trust_region_projection
@@ -324,10 +325,8 @@ def test_resume_after_kill_is_bit_identical(tmp_path, monkeypatch):
     # killed inside the 6th rollout: the buffer has wrapped and replay runs since the 2nd iteration
     resumed = kill_then_resume(monkeypatch, train_group, specs, tmp_path / "group.ckpt",
                                ppo.algorithms.acer, "collect_segment", 6)
-    for r1, r2 in zip(uninterrupted, resumed):
-        assert r1.updates["replay_updates"].sum() > 0
-        pd.testing.assert_frame_equal(r1.episodes, r2.episodes, check_exact=True)
-        pd.testing.assert_frame_equal(r1.updates, r2.updates, check_exact=True)
+    assert all(r.updates["replay_updates"].sum() > 0 for r in uninterrupted)  # replay took part in both runs
+    assert_same_records(uninterrupted, resumed)
 
 
 def test_variant_on_pong_replays():

@@ -6,9 +6,10 @@ import math
 import time
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
+from killing import Killed, kill_at
+from same_records import assert_same_records
 
 import ppo.envs.lockstep
 import ppo.training.driver
@@ -32,11 +33,6 @@ def config(**changes):
 # A few generations on Hopper (episodes end by falling, lengths differ between candidates): 6 candidates
 # per run, 2 elites, a small network.
 TINY = config(total_steps=1500, num_envs=6, hidden_sizes=[8], cem={"elite_fraction": 0.34, "extra_noise": 0.01})
-
-
-def records(result):
-    """The deterministic records (wall-clock columns, wherever the driver keeps them, left out)."""
-    return result.episodes, result.updates  # wall-clock measures are in result.timing
 
 
 # ---------------------------------------------------------------- the maths, by hand
@@ -240,8 +236,7 @@ def test_records_do_not_depend_on_the_group(tmp_path):
     group = train_group([RunSpec("o1", "Hopper-v5", TINY, 1), RunSpec("t", "Hopper-v5", TINY, 5, out_dir=tmp_path / "group"),
                          RunSpec("o2", "Hopper-v5", TINY, 2)], log=lambda _: None)
     assert len(alone.updates) >= 3 and len(alone.episodes) > 10
-    for a, b in zip(records(alone), records(group[1])):
-        pd.testing.assert_frame_equal(a, b, check_exact=True)  # bit-identical on CPU, one thread
+    assert_same_records(alone, group[1])  # bit-identical on CPU, one thread
     # the neighbours really differ, and needed more generations for the same budget: the target sat the
     # group's last generations out, and its final model is still the one it has alone
     assert not group[0].episodes["episode_return"].equals(group[1].episodes["episode_return"])
@@ -265,20 +260,9 @@ def test_resume_gives_identical_records(tmp_path, monkeypatch):
         m.setattr(ppo.envs.lockstep.LockstepEnvs, "step", counting)
         uninterrupted = train_group(specs, log=lambda _: None)
     total_calls = calls["n"]
-
-    class Killed(Exception):
-        pass
-
-    def dying(self, *args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == int(total_calls * 0.7):  # inside a later generation
-            raise Killed
-        return real(self, *args, **kwargs)
-
     ckpt = tmp_path / "group.ckpt"
-    calls["n"] = 0
     with monkeypatch.context() as m:
-        m.setattr(ppo.envs.lockstep.LockstepEnvs, "step", dying)
+        kill_at(m, ppo.envs.lockstep.LockstepEnvs, "step", int(total_calls * 0.7))  # inside a later generation
         with pytest.raises(Killed):
             train_group(specs, log=lambda _: None, checkpoint=ckpt, checkpoint_every=1)
     assert ckpt.exists()
@@ -286,9 +270,7 @@ def test_resume_gives_identical_records(tmp_path, monkeypatch):
     resumed = train_group(specs, log=messages.append, checkpoint=ckpt, checkpoint_every=1)
     resumed_at = [int(m.rsplit(" ", 1)[1]) for m in messages if m.startswith("resumed from")]
     assert resumed_at and resumed_at[0] > 2, messages  # from a later generation's checkpoint
-    for u, r in zip(uninterrupted, resumed):
-        for a, b in zip(records(u), records(r)):
-            pd.testing.assert_frame_equal(a, b, check_exact=True)
+    assert_same_records(uninterrupted, resumed)
     assert not ckpt.exists()
 
 

@@ -11,6 +11,7 @@ import pytest
 import torch
 from gymnasium.wrappers.utils import RunningMeanStd
 from killing import Killed, kill_at
+from same_records import assert_same_records
 
 import ppo.algorithms.ppo
 from ppo.algorithms.objective import value_loss
@@ -223,8 +224,7 @@ def group():
 
 def test_early_stopped_run_in_a_group_has_the_records_of_the_run_alone(group):
     alone = train_group([specs()[1]], log=lambda _: None)[0]
-    for a, b in ((alone.episodes, group[1].episodes), (alone.updates, group[1].updates)):
-        pd.testing.assert_frame_equal(a, b, check_exact=True)
+    assert_same_records(alone, group[1])
     steps = np.stack([r.updates["minibatch_steps"].to_numpy() for r in group])
     full = EVERY_DETAIL.ppo.epochs * EVERY_DETAIL.horizon // EVERY_DETAIL.ppo.minibatch_size
     # early stopping acted, at whole epochs (4 minibatches each), and not in lock-step across the group
@@ -243,9 +243,7 @@ def test_every_detail_resumes_from_a_checkpoint_with_identical_records(group, tm
     messages = []
     resumed = train_group(specs(), log=messages.append, checkpoint=ckpt, checkpoint_every=2)
     assert any("resumed from" in m for m in messages)
-    for a, b in zip(group, resumed):
-        pd.testing.assert_frame_equal(a.episodes, b.episodes, check_exact=True)
-        pd.testing.assert_frame_equal(a.updates, b.updates, check_exact=True)
+    assert_same_records(group, resumed)
 
 
 def test_reward_scaling_changes_the_learner_not_the_recorded_returns():

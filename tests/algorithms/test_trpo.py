@@ -3,10 +3,10 @@ on a real batch, value fitting that never touches the policy, group independence
 (its learning test is in tests/algorithms/test_conformance.py)."""
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
 from killing import kill_then_resume
+from same_records import assert_same_records
 from torch.distributions import Normal, kl_divergence
 
 import ppo.algorithms.base
@@ -36,10 +36,6 @@ def make_algorithm(cfg, seeds, task="Hopper-v5"):
     """The algorithm of a group as ppo/training/driver.py builds it, for tests that drive it step by step."""
     ctx = group_context(task, [cfg] * len(seeds), seeds)
     return trpo.TRPO(ctx)
-
-
-def records(result):
-    return result.episodes, result.updates  # wall-clock measures are in result.timing
 
 
 # ---------------------------------------------------------------- conjugate gradient
@@ -251,8 +247,7 @@ def test_records_do_not_depend_on_the_group():
     alone = train_group([RunSpec("target", "Hopper-v5", cfg, 7)], log=lambda _: None)[0]
     group = train_group([RunSpec(f"r{s}", "Hopper-v5", cfg, s) for s in (1, 7, 2)], log=lambda _: None)
     assert len(alone.episodes) > 3 and len(alone.updates) == 4
-    for a, b in zip(records(alone), records(group[1])):
-        pd.testing.assert_frame_equal(a, b, check_exact=True)
+    assert_same_records(alone, group[1])
     tries = np.stack([r.updates["line_search_steps"].to_numpy() for r in group])
     assert tries.max() > 1 and len({tuple(t) for t in tries}) > 1  # backtracking happened, not the same in all
 
@@ -261,7 +256,7 @@ def test_records_do_not_depend_on_the_group():
 def uninterrupted():
     torch.set_num_threads(1)  # module fixtures run before the autouse one-thread fixture of conftest.py
     specs = [RunSpec("a", "Hopper-v5", TINY, 0), RunSpec("b", "Hopper-v5", TINY, 1)]
-    return [records(r) for r in train_group(specs, log=lambda _: None)]
+    return train_group(specs, log=lambda _: None)
 
 
 @pytest.mark.parametrize("target, name, after_calls", [
@@ -272,10 +267,7 @@ def uninterrupted():
 def test_resume_gives_identical_records(tmp_path, monkeypatch, uninterrupted, target, name, after_calls):
     specs = [RunSpec("a", "Hopper-v5", TINY, 0), RunSpec("b", "Hopper-v5", TINY, 1)]
     resumed = kill_then_resume(monkeypatch, train_group, specs, tmp_path / "group.ckpt", target, name, after_calls)
-    for (e1, u1), r in zip(uninterrupted, resumed):
-        e2, u2 = records(r)
-        pd.testing.assert_frame_equal(e1, e2, check_exact=True)
-        pd.testing.assert_frame_equal(u1, u2, check_exact=True)
+    assert_same_records(uninterrupted, resumed)
 
 
 def test_settings_are_validated():

@@ -5,10 +5,10 @@ import math
 import time
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
 from killing import kill_then_resume
+from same_records import assert_same_records
 
 import ppo.algorithms.base
 import ppo.algorithms.vpg as vpg
@@ -33,10 +33,6 @@ def config(**changes):
 
 # 4 iterations on Hopper, with a step size and target at which the rule acts differently per run
 TINY = config(total_steps=1024, horizon=256, vpg={"vf_epochs": 2, "learning_rate": 0.01, "kl_target": 0.01})
-
-
-def records(result):
-    return result.episodes, result.updates  # wall-clock measures are in result.timing
 
 
 # ---------------------------------------------------------------- the step-size rule
@@ -192,8 +188,7 @@ def test_records_do_not_depend_on_the_group():
     alone = train_group([RunSpec("target", "Hopper-v5", TINY, 7)], log=lambda _: None)[0]
     group = train_group([RunSpec(f"r{s}", "Hopper-v5", TINY, s) for s in (1, 7, 2)], log=lambda _: None)
     assert len(alone.episodes) > 3 and len(alone.updates) == 4
-    for a, b in zip(records(alone), records(group[1])):
-        pd.testing.assert_frame_equal(a, b, check_exact=True)
+    assert_same_records(alone, group[1])
     lrs = np.stack([r.updates["learning_rate"].to_numpy() for r in group])
     assert len({tuple(row) for row in lrs}) == 3  # the runs' step sizes went their own ways
     assert lrs.min() < lrs.max()
@@ -203,7 +198,7 @@ def test_records_do_not_depend_on_the_group():
 def uninterrupted():
     torch.set_num_threads(1)  # module fixtures run before the autouse one-thread fixture of conftest.py
     specs = [RunSpec("a", "Hopper-v5", TINY, 0), RunSpec("b", "Hopper-v5", TINY, 1)]
-    return [records(r) for r in train_group(specs, log=lambda _: None)]
+    return train_group(specs, log=lambda _: None)
 
 
 @pytest.mark.parametrize("target, name, after_calls", [
@@ -213,7 +208,4 @@ def uninterrupted():
 def test_resume_gives_identical_records(tmp_path, monkeypatch, uninterrupted, target, name, after_calls):
     specs = [RunSpec("a", "Hopper-v5", TINY, 0), RunSpec("b", "Hopper-v5", TINY, 1)]
     resumed = kill_then_resume(monkeypatch, train_group, specs, tmp_path / "group.ckpt", target, name, after_calls)
-    for (e1, u1), r in zip(uninterrupted, resumed):
-        e2, u2 = records(r)
-        pd.testing.assert_frame_equal(e1, e2, check_exact=True)
-        pd.testing.assert_frame_equal(u1, u2, check_exact=True)
+    assert_same_records(uninterrupted, resumed)

@@ -4,9 +4,9 @@ taken by either class and loaded by the other."""
 import dataclasses
 
 import numpy as np
-import pandas as pd
 import pytest
 from killing import Killed, kill_at
+from same_records import assert_same_records
 
 import ppo.algorithms.rollout
 import ppo.envs.gym
@@ -127,29 +127,19 @@ def test_fallback_to_gymnasium_for_other_tasks():
 TINY = RunConfig(total_steps=768, horizon=128, ppo=PPOSettings(epochs=2, minibatch_size=32))
 
 
-def records(results):
-    return [(r.episodes, r.updates) for r in results]  # wall-clock measures are in r.timing
-
-
-def assert_same_records(a, b):
-    for (e1, u1), (e2, u2) in zip(a, b):
-        pd.testing.assert_frame_equal(e1, e2, check_exact=True)
-        pd.testing.assert_frame_equal(u1, u2, check_exact=True)
-
-
 @pytest.mark.parametrize("task, time_limit", [("Hopper-v5", "terminal"), ("Reacher-v5", "bootstrap")])
 def test_training_records_are_those_of_gymnasium(monkeypatch, task, time_limit):
     specs = [RunSpec(s, task, dataclasses.replace(TINY, time_limit=time_limit), i) for i, s in enumerate("ab")]
-    batched = records(train_group(specs, log=lambda _: None))
+    batched = train_group(specs, log=lambda _: None)
     monkeypatch.setattr(ppo.envs.gym, "make_lockstep", LockstepEnvs)
-    assert_same_records(records(train_group(specs, log=lambda _: None)), batched)
-    assert len(batched[0][0]) > 3  # episodes ended (Hopper falls, Reacher's time limit)
+    assert_same_records(train_group(specs, log=lambda _: None), batched)
+    assert len(batched[0].episodes) > 3  # episodes ended (Hopper falls, Reacher's time limit)
 
 
 def test_checkpoint_of_gymnasium_environments_resumes_batched(tmp_path, monkeypatch):
     """A group checkpointed by LockstepEnvs (as the running grid's are) goes on with BatchedMujocoEnvs."""
     specs = [RunSpec("a", "Hopper-v5", TINY, 0), RunSpec("b", "Hopper-v5", TINY, 1)]
-    uninterrupted = records(train_group(specs, log=lambda _: None))
+    uninterrupted = train_group(specs, log=lambda _: None)
     ckpt = tmp_path / "group.ckpt"
     with monkeypatch.context() as m:
         m.setattr(ppo.envs.gym, "make_lockstep", LockstepEnvs)
@@ -159,4 +149,4 @@ def test_checkpoint_of_gymnasium_environments_resumes_batched(tmp_path, monkeypa
     messages = []
     resumed = train_group(specs, log=messages.append, checkpoint=ckpt, checkpoint_every=1)
     assert any("resumed from" in m for m in messages)
-    assert_same_records(records(resumed), uninterrupted)
+    assert_same_records(uninterrupted, resumed)

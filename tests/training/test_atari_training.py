@@ -4,10 +4,10 @@ import dataclasses
 import shutil
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
 from killing import kill_then_resume
+from same_records import assert_same_records
 
 import ppo.algorithms.base
 import ppo.algorithms.rollout
@@ -148,9 +148,7 @@ def test_resume_after_kill_gives_identical_records(tmp_path, monkeypatch):
     uninterrupted = train_group(specs, log=lambda _: None)
     resumed = kill_then_resume(monkeypatch, train_group, specs, tmp_path / "group.ckpt",
                                ppo.algorithms.base, "collect_batch", 3)
-    for r1, r2 in zip(uninterrupted, resumed):
-        pd.testing.assert_frame_equal(r1.episodes, r2.episodes, check_exact=True)
-        pd.testing.assert_frame_equal(r1.updates, r2.updates, check_exact=True)
+    assert_same_records(uninterrupted, resumed)
 
 
 def test_a2c_runs_on_the_shared_network():

@@ -3,10 +3,10 @@ uninterrupted group (CPU, one thread)."""
 import dataclasses
 import json
 
-import pandas as pd
 import pytest
 import torch
 from killing import Killed, kill_at, sigkill_after_first_checkpoint
+from same_records import assert_same_records
 
 import ppo.algorithms.ppo
 import ppo.envs.lockstep
@@ -25,13 +25,9 @@ def specs():
     return [RunSpec("a", "Hopper-v5", CFG, 0), RunSpec("b", "Hopper-v5", adaptive, 1)]
 
 
-def comparable(results):
-    return [(r.episodes, r.updates, r.status) for r in results]  # wall-clock measures are in r.timing
-
-
 @pytest.fixture(scope="module")
 def uninterrupted():
-    return comparable(train_group(specs(), log=lambda _: None))
+    return train_group(specs(), log=lambda _: None)
 
 
 @pytest.mark.parametrize("where, target, name, after_calls", [
@@ -50,10 +46,7 @@ def test_resume_gives_identical_records(tmp_path, monkeypatch, uninterrupted, wh
     messages = []
     resumed = train_group(specs(), log=messages.append, checkpoint=ckpt, checkpoint_every=2)
     assert any("resumed from" in m for m in messages)
-    for (e1, u1, s1), (e2, u2, s2) in zip(uninterrupted, comparable(resumed)):
-        pd.testing.assert_frame_equal(e1, e2, check_exact=True)
-        pd.testing.assert_frame_equal(u1, u2, check_exact=True)
-        assert s1 == s2
+    assert_same_records(uninterrupted, resumed)
     assert not ckpt.exists()  # finished: the checkpoint is gone
 
 
@@ -71,9 +64,7 @@ def test_checkpoint_seconds_bound_how_often_the_group_saves(tmp_path, monkeypatc
         results = train_group(specs(), log=lambda _: None, checkpoint=ckpt, checkpoint_every=1,
                               checkpoint_seconds=seconds)
         assert len(results[0].updates) == 8 and saved.count(ckpt) == saves, seconds
-        for (e1, u1, _), (e2, u2, _) in zip(uninterrupted, comparable(results)):
-            pd.testing.assert_frame_equal(e1, e2, check_exact=True)
-            pd.testing.assert_frame_equal(u1, u2, check_exact=True)
+        assert_same_records(uninterrupted, results)
 
 
 def test_checkpoint_of_other_runs_is_not_used(tmp_path):
@@ -95,9 +86,7 @@ def test_corrupt_checkpoint_is_kept_aside_and_the_group_starts_over(tmp_path, un
     results = train_group(specs(), log=messages.append, checkpoint=ckpt, checkpoint_every=2)
     assert any("unreadable" in m and "group.ckpt" in m for m in messages)
     assert (tmp_path / "group.ckpt.corrupt").read_bytes().startswith(b"PK")
-    for (e1, u1, _), (e2, u2, _) in zip(uninterrupted, comparable(results)):
-        pd.testing.assert_frame_equal(e1, e2, check_exact=True)
-        pd.testing.assert_frame_equal(u1, u2, check_exact=True)
+    assert_same_records(uninterrupted, results)
 
 
 def test_sigkill_of_the_real_job_then_restart(tmp_path):
@@ -146,9 +135,7 @@ def test_checkpoint_of_this_group_that_cannot_be_restored_is_kept_aside(tmp_path
     results = train_group(specs(), log=messages.append, checkpoint=ckpt, checkpoint_every=2)
     assert any("unreadable" in m and "group.ckpt.corrupt" in m for m in messages), messages
     assert (tmp_path / "group.ckpt.corrupt").exists() and not ckpt.exists()
-    for (e1, u1, _), (e2, u2, _) in zip(uninterrupted, comparable(results)):
-        pd.testing.assert_frame_equal(e1, e2, check_exact=True)
-        pd.testing.assert_frame_equal(u1, u2, check_exact=True)
+    assert_same_records(uninterrupted, results)
 
 
 def killed_in_update_5(tmp_path, monkeypatch) -> tuple:
@@ -166,9 +153,7 @@ def assert_resumes_as_uninterrupted(ckpt, uninterrupted) -> None:
     messages = []
     resumed = train_group(specs(), log=messages.append, checkpoint=ckpt, checkpoint_every=2)
     assert any("resumed from" in m for m in messages), messages
-    for (e1, u1, _), (e2, u2, _) in zip(uninterrupted, comparable(resumed)):
-        pd.testing.assert_frame_equal(e1, e2, check_exact=True)
-        pd.testing.assert_frame_equal(u1, u2, check_exact=True)
+    assert_same_records(uninterrupted, resumed)
 
 
 def test_a_group_checkpointed_under_config_schema_1_resumes(tmp_path, monkeypatch, uninterrupted):

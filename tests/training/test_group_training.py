@@ -3,8 +3,8 @@ a diverging run is recorded and the rest of the group goes on."""
 import dataclasses
 
 import numpy as np
-import pandas as pd
 import torch
+from same_records import assert_same_records
 
 import ppo.algorithms.ppo
 from ppo.config.run_config import RunConfig
@@ -20,26 +20,20 @@ def spec(name, seed, task="Hopper-v5", **objective):
     return RunSpec(name, task, cfg, seed)
 
 
-def records(result):
-    return result.episodes, result.updates  # wall-clock measures are in result.timing
-
-
 def test_records_do_not_depend_on_the_group():
     target = spec("adaptive", 7, clip_epsilon=None, kl_beta=1.0, kl_target=0.01)
     alone = train_group([target], log=lambda _: None)[0]
     others = [spec("clip", 1), target, spec("fixed", 2, clip_epsilon=None, kl_beta=3.0), spec("noclip", 3, clip_epsilon=None)]
     shared = train_group(others, log=lambda _: None)[1]
     assert len(alone.episodes) > 3 and len(alone.updates) == 6
-    for a, b in zip(records(alone), records(shared)):
-        pd.testing.assert_frame_equal(a, b, check_exact=True)  # bit-identical on CPU, one thread
+    assert_same_records(alone, shared)  # bit-identical on CPU, one thread
     assert alone.updates["beta"].nunique() > 1  # the adaptive rule really acted
 
 
 def test_same_seed_same_run_and_different_seed_differs(tmp_path):
     runs = [dataclasses.replace(spec("x", s), out_dir=tmp_path / name) for name, s in (("a", 5), ("b", 5), ("c", 6))]
     a, b, c = (train_group([r], log=lambda _: None)[0] for r in runs)
-    for x, y in zip(records(a), records(b)):
-        pd.testing.assert_frame_equal(x, y, check_exact=True)
+    assert_same_records(a, b)
     # The files themselves are byte-identical; only timing.parquet (wall-clock) may differ.
     for name in ("episodes.parquet", "updates.parquet"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()

@@ -4,6 +4,7 @@ import json
 
 import pandas as pd
 import pytest
+from same_records import assert_same_records
 
 from ppo.config.run_config import RunConfig
 from ppo.config.settings import PPOSettings
@@ -144,5 +145,4 @@ def test_stopping_after_some_iterations_keeps_the_checkpoint_to_resume_from(tmp_
     assert ckpt.exists() and len(start.updates) == 2
     resumed = train_group([spec], log=lambda _: None, checkpoint=ckpt, checkpoint_every=1)[0]
     whole = train_group([spec], log=lambda _: None)[0]
-    pd.testing.assert_frame_equal(resumed.updates, whole.updates, check_exact=True)
-    pd.testing.assert_frame_equal(resumed.episodes, whole.episodes, check_exact=True)
+    assert_same_records(whole, resumed)
