@@ -5,6 +5,7 @@ records (published/atari/paper/runs, ppo.pipeline.publish) with the Atari report
 
     python scripts/atari_results.py                          # published/ -> docs/atari-results.md
     python scripts/atari_results.py --published DIR --out FILE
+    python scripts/atari_results.py --readme                 # also README.md's Atari table (README_BEGIN..README_END)
 
 All generated, like docs/rlhf-results.md: tests/pipeline/test_atari_results.py regenerates it from published/ and
 compares the whole file, and ``scripts/paper_grid.sh`` with GRID_NAME=atari writes it again and commits it in the same
@@ -51,6 +52,11 @@ CHECKS = ("atari_checks_a2c_zoo", "atari_checks", "atari_checks_a2c")
 SETTINGS_REFERENCE = {"atari_a2c_sb3_zoo": "a2c (SB3, zoo hyperparameters hyperparams/a2c.yml atari)"}
 CURVE_BIN = 1_000_000  # agent steps per column of the learning-curve table
 REFERENCES = ROOT / "reference"
+README = ROOT / "README.md"
+# README.md's Atari table lies between these lines, written by readme_table (tests/pipeline/test_atari_results.py
+# compares it with the records, so the README cannot keep a count or a score the records no longer hold)
+README_BEGIN = "<!-- atari table: written by python scripts/atari_results.py --readme from published/; do not edit -->"
+README_END = "<!-- end of the atari table -->"
 
 
 def fmt(x, digits: int = 1) -> str:
@@ -319,13 +325,58 @@ def build(published: Path) -> str:
     return "\n".join(head + body).rstrip() + "\n"
 
 
+def readme_table(published: Path) -> str:
+    """README.md's summary of Table 6: per game, PPO's and A2C's mean of the seeds' last-100 scores with the 95% t
+    interval, the paper's value and the short verdict (analysis.atari_tables.verdicts, up to its colon)."""
+    planned = planned_runs()
+    got = records(published)
+    if got is None:
+        return f"No Atari run at the paper's budget is published yet (0 of the {len(planned)} runs)."
+    scores, _, _ = got
+    lines = verdicts(table6(scores, load_table6(REFERENCES / "ppo2017_table6_atari.csv")), scores,
+                     load_atari_references(REFERENCES / "atari_reference_scores.csv"),
+                     load_random_human(REFERENCES / "atari_random_human.csv")).set_index(["game", "variant"])
+    done = len(set(zip(scores["game"], scores["variant"], scores["seed"]))
+               & set(zip(planned["game"], planned["variant"], planned["seed"])))
+    label = {"atari_ppo": "PPO", "atari_a2c": "A2C"}
+    rows = []
+    for game in dict.fromkeys(planned["game"]):
+        row = {"game": game}
+        for variant, name in label.items():
+            if (game, variant) not in lines.index:
+                row |= {name: "none published", f"paper's {name}": "", f"{name} verdict": ""}
+                continue
+            v = lines.loc[(game, variant)]
+            interval = f" ({fmt(v['our_ci_low'])} to {fmt(v['our_ci_high'])})" if math.isfinite(v["our_ci_low"]) else ""
+            n = int(v["n_seeds"])
+            row |= {name: f"{fmt(v['our_mean'])}{interval}, {n} seed{'' if n == 1 else 's'}",
+                    f"paper's {name}": fmt(v["paper_mean"]), f"{name} verdict": v["verdict"].split(":")[0]}
+        rows.append(row)
+    return (f"{done} of the {len(planned)} runs are published; mean of the seeds' last-100 scores, 95% t interval over "
+            "seeds:\n\n" + markdown(pd.DataFrame(rows)))
+
+
+def write_readme(published: Path, readme: Path = README) -> None:
+    """Replace the lines between README_BEGIN and README_END in ``readme`` with :func:`readme_table`."""
+    text = readme.read_text(encoding="utf-8")
+    head, sep, rest = text.partition(README_BEGIN + "\n")
+    body, sep2, tail = rest.partition(README_END)
+    if not (sep and sep2):
+        raise SystemExit(f"{readme}: no lines {README_BEGIN!r} ... {README_END!r} to write the Atari table between")
+    readme.write_text(head + sep + readme_table(published) + "\n" + sep2 + tail, encoding="utf-8")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--published", type=Path, default=ROOT / "published")
     p.add_argument("--out", type=Path, default=PAGE)
+    p.add_argument("--readme", action="store_true", help=f"also write README.md's Atari table ({README_BEGIN})")
     args = p.parse_args(argv)
     args.out.write_text(build(args.published))
     print(f"wrote {args.out}")
+    if args.readme:
+        write_readme(args.published)
+        print(f"wrote the Atari table of {README}")
     return 0
 
 

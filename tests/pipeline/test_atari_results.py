@@ -115,3 +115,33 @@ def test_a_run_resumed_without_its_replay_buffer_is_named(tmp_path):
     game = manifest["task"].removeprefix("ALE/").removesuffix("-v5")
     assert (f"1 run(s) resumed on another machine from a checkpoint carried without its replay buffer, and refilled "
             f"it from empty ({game} ") in section and f"seed {manifest['seed']} at agent step(s) 1,234,560;" in section
+
+
+def test_the_readmes_atari_table_is_written_from_the_published_records():
+    """README.md's Table 6 summary is readme_table's, between its two marker lines: a publish that changes a score, a
+    verdict or the count of runs fails here until `python scripts/atari_results.py --readme` writes it again."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split(atari_results.README_BEGIN + "\n", 1)[1].split(atari_results.README_END, 1)[0]
+    assert block == atari_results.readme_table(ROOT / "published") + "\n", (
+        "README.md's Atari table differs from the published records: run python scripts/atari_results.py --readme")
+
+
+def test_the_readme_table_of_one_run_and_of_none(tmp_path):
+    """One published run: its mean without an interval, 1 seed, and the verdict the rule gives one seed; none: a line
+    that says so. write_readme keeps everything outside the markers and refuses a README without them."""
+    assert atari_results.readme_table(tmp_path).startswith("No Atari run at the paper's budget is published yet (0 of")
+    runs = published_run_dirs()
+    if not runs:
+        pytest.skip("no Atari run is published yet")
+    shutil.copytree(runs[0], tmp_path / runs[0].relative_to(ROOT))
+    table = atari_results.readme_table(tmp_path / "published")
+    assert table.startswith("1 of the 18 runs are published") and "1 seed |" in table and "no verdict" in table
+    assert table.count("none published") == 5  # the other algorithm of its game, both of the other two games
+    readme = tmp_path / "README.md"
+    readme.write_text(f"before\n{atari_results.README_BEGIN}\nold\n{atari_results.README_END}\nafter\n", encoding="utf-8")
+    atari_results.write_readme(tmp_path / "published", readme)
+    assert readme.read_text(encoding="utf-8") == (f"before\n{atari_results.README_BEGIN}\n{table}\n"
+                                                  f"{atari_results.README_END}\nafter\n")
+    readme.write_text("no markers\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match="no lines"):
+        atari_results.write_readme(tmp_path / "published", readme)
