@@ -167,6 +167,9 @@ def of_variants(path: Path, variants: list[str] | None) -> bool:
     return variants is None or any(in_variants(run, variants) for run in read(path).runs)
 
 
+REMOVED = "removed (its group finished)"  # save's line for a checkpoint it deletes, counted by commit's message
+
+
 def save(grid: Path, state: Path = STATE, studies: list[str] | None = None,
          variants: list[str] | None = None) -> list[str]:
     """``studies``: the grid's; the other grids' committed checkpoints are left alone (the Atari grid's while the
@@ -195,7 +198,7 @@ def save(grid: Path, state: Path = STATE, studies: list[str] | None = None,
     for relative, path in checkpoints(state, studies).items():
         if relative not in running and of_variants(path, variants):
             path.unlink()
-            changes.append(f"{relative}: removed (its group finished)")
+            changes.append(f"{relative}: {REMOVED}")
     return changes
 
 
@@ -287,7 +290,11 @@ def commit(changes: list[str], repo: Path = PROJECT_ROOT) -> None:
     staged = subprocess.run(["git", "-C", str(repo), "diff", "--cached", "--quiet", "--", "grid-state"])
     if staged.returncode == 0:
         return
-    message = f"grid-state: {len(changes)} unfinished groups' checkpoints carried\n\n" + "\n".join(changes)
+    removed = sum(change.endswith(REMOVED) for change in changes)
+    carried = len(changes) - removed
+    summary = "; ".join([f"{carried} unfinished groups' checkpoints carried"] * bool(carried)
+                        + [f"{removed} finished groups' checkpoints removed"] * bool(removed))
+    message = f"grid-state: {summary}\n\n" + "\n".join(changes)
     subprocess.run(["git", "-C", str(repo), "commit", "-q", "-m", message, "--", "grid-state"], check=True)
 
 

@@ -1,5 +1,6 @@
 """ppo.pipeline.carry: unfinished groups' checkpoints travel to the next machine through grid-state/, the furthest wins."""
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -279,3 +280,28 @@ def test_acer_travels_without_its_replay_buffer_and_its_run_says_so(tmp_path, mo
     assert manifest["resumed_without_replay_buffer_at_steps"] == [50]
     assert manifest["training_parts"][-1]["replay_buffer_dropped"] == 4
     assert "replay_buffer_dropped" not in manifest["training_parts"][0]
+
+
+def test_a_carry_commit_says_what_it_carried_and_what_it_removed(tmp_path):
+    """The commit's first line counts checkpoints carried and checkpoints of finished groups removed apart (a carry
+    that only removed the last two of a finished grid once read '2 unfinished groups' checkpoints carried')."""
+    def git(*args):
+        return subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True, text=True).stdout
+
+    git("init", "-q")
+    git("config", "user.email", "t@example.org")
+    git("config", "user.name", "t")
+    (tmp_path / "grid-state").mkdir()
+    for name in ("a.pt", "b.pt"):
+        (tmp_path / "grid-state" / name).write_bytes(b"x")
+    carry.commit(["a.pt: 10 of 20 agent steps", "b.pt: 5 of 20 agent steps"], repo=tmp_path)
+    assert git("log", "-1", "--format=%s") == "grid-state: 2 unfinished groups' checkpoints carried\n"
+    (tmp_path / "grid-state" / "a.pt").write_bytes(b"y")
+    (tmp_path / "grid-state" / "b.pt").unlink()
+    carry.commit(["a.pt: 15 of 20 agent steps", f"b.pt: {carry.REMOVED}"], repo=tmp_path)
+    assert git("log", "-1", "--format=%s") == ("grid-state: 1 unfinished groups' checkpoints carried; "
+                                               "1 finished groups' checkpoints removed\n")
+    (tmp_path / "grid-state" / "a.pt").unlink()
+    carry.commit([f"a.pt: {carry.REMOVED}"], repo=tmp_path)
+    assert git("log", "-1", "--format=%s") == "grid-state: 1 finished groups' checkpoints removed\n"
+    assert git("log", "-1", "--format=%b").strip() == f"a.pt: {carry.REMOVED}"
