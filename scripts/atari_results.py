@@ -97,8 +97,10 @@ def progress_section(scores: pd.DataFrame, planned: pd.DataFrame) -> list[str]:
              "published seeds": ", ".join(str(s) for s in group["seed"] if (game, variant, s) in done) or "none"}
             for (game, variant), group in planned.groupby(["game", "variant"], sort=True)]
     extra = len(done - wanted)
-    lines = [f"**{len(done & wanted)} of the {len(planned)} runs of `./repro atari-three` are published** (PPO first, "
-             "then A2C; `scripts/paper_grid.sh` with GRID_NAME=atari trains the rest and publishes each as it finishes)"
+    how = ("trained by `scripts/paper_grid.sh` with GRID_NAME=atari, PPO first, then A2C" if done >= wanted else
+           "PPO first, then A2C; `scripts/paper_grid.sh` with GRID_NAME=atari trains the rest and publishes each as it "
+           "finishes")
+    lines = [f"**{len(done & wanted)} of the {len(planned)} runs of `./repro atari-three` are published** ({how})"
              + (f"; {extra} more published run(s) outside that selection are in the tables below." if extra else ".")]
     return lines + ["", markdown(pd.DataFrame(rows)[["game", "variant", "published seeds", "of"]]), ""]
 
