@@ -90,9 +90,20 @@ def records(published: Path):
     return run_scores(episodes, manifests, updates), manifests, episodes
 
 
+def run_keys(runs: pd.DataFrame) -> set[tuple]:
+    """The (game, variant, seed) of each row: a published run or a planned one."""
+    return set(zip(runs["game"], runs["variant"], runs["seed"]))
+
+
+def table6_with_verdicts(scores: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Table 6's rows for the published scores and their verdicts (analysis.atari_tables.verdicts)."""
+    rows6 = table6(scores, load_table6(REFERENCES / "ppo2017_table6_atari.csv"))
+    return rows6, verdicts(rows6, scores, load_atari_references(REFERENCES / "atari_reference_scores.csv"),
+                           load_random_human(REFERENCES / "atari_random_human.csv"))
+
+
 def progress_section(scores: pd.DataFrame, planned: pd.DataFrame) -> list[str]:
-    done = set(zip(scores["game"], scores["variant"], scores["seed"]))
-    wanted = set(zip(planned["game"], planned["variant"], planned["seed"]))
+    done, wanted = run_keys(scores), run_keys(planned)
     rows = [{"game": game, "variant": variant, "of": len(group),
              "published seeds": ", ".join(str(s) for s in group["seed"] if (game, variant, s) in done) or "none"}
             for (game, variant), group in planned.groupby(["game", "variant"], sort=True)]
@@ -318,9 +329,7 @@ def build(published: Path) -> str:
         return "\n".join(head + [f"No Atari run is published yet (0 of the {len(planned)} runs of "
                                  "`./repro atari-three`).", ""] + checks_section(published, None)).rstrip() + "\n"
     scores, manifests, episodes = got
-    rows6 = table6(scores, load_table6(REFERENCES / "ppo2017_table6_atari.csv"))
-    lines = verdicts(rows6, scores, load_atari_references(REFERENCES / "atari_reference_scores.csv"),
-                     load_random_human(REFERENCES / "atari_random_human.csv"))
+    rows6, lines = table6_with_verdicts(scores)
     body = (progress_section(scores, planned) + table6_section(rows6, lines) + references_section(rows6, scores)
             + runs_section(scores) + curves_section(scores, episodes) + diagnostics_section(scores, manifests, episodes)
             + where_section(manifests) + checks_section(published, scores))
@@ -335,11 +344,8 @@ def readme_table(published: Path) -> str:
     if got is None:
         return f"No Atari run at the paper's budget is published yet (0 of the {len(planned)} runs)."
     scores, _, _ = got
-    lines = verdicts(table6(scores, load_table6(REFERENCES / "ppo2017_table6_atari.csv")), scores,
-                     load_atari_references(REFERENCES / "atari_reference_scores.csv"),
-                     load_random_human(REFERENCES / "atari_random_human.csv")).set_index(["game", "variant"])
-    done = len(set(zip(scores["game"], scores["variant"], scores["seed"]))
-               & set(zip(planned["game"], planned["variant"], planned["seed"])))
+    lines = table6_with_verdicts(scores)[1].set_index(["game", "variant"])
+    done = len(run_keys(scores) & run_keys(planned))
     label = {"atari_ppo": "PPO", "atari_a2c": "A2C"}
     rows = []
     for game in dict.fromkeys(planned["game"]):
