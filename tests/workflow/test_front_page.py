@@ -293,3 +293,23 @@ def test_atari_finding_counts_each_kind_of_verdict():
     assert pending.startswith("**Atari, Table 6: 0 of 2 game × algorithm cells decided**")
     assert "undecided on Breakout PPO" in pending and "1 game × algorithm cell(s) without" in pending
     assert finding("no verdict", "no verdict").startswith("**Atari, Table 6: no verdict yet**")
+
+
+def test_a_narrowed_study_says_how_much_of_it_the_run_covers(tmp_path):
+    """./repro atari-three narrows the 49-game paper-scale study to 3 games and PPO and A2C: the provenance records
+    that (its scale label still describes the whole study), and the first page says it beside the label."""
+    spec = importlib.util.spec_from_file_location("provenance", ROOT / "workflow/scripts/provenance.py")
+    provenance = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(provenance)
+    whole = provenance.load_study("atari", "paper")
+    three = provenance.narrowed(whole, ["ALE/Pong-v5", "ALE/Breakout-v5", "ALE/BeamRider-v5"],
+                                ["atari_ppo", "atari_a2c"])
+    assert provenance.narrowed_to(whole) == ""
+    assert provenance.narrowed_to(three) == "3 of its 49 tasks and 2 of its 3 settings"
+    rows = dict(provenance.provenance(three, []))
+    assert rows["tasks"] == "ALE/BeamRider-v5, ALE/Breakout-v5, ALE/Pong-v5" and int(rows["runs_planned"]) == 18
+    pd.DataFrame(list(rows.items()), columns=["key", "value"]).to_csv(tmp_path / "provenance.csv", index=False)
+    headline = tmp_path / "headline.md"
+    headline.write_text("| game | verdict |\n|---|---|\n| Pong | reproduced |\n")
+    _, summary, _ = front_page.study_section(tmp_path / "provenance.csv", headline, ["game", "verdict"])
+    assert "49 games" in summary and "This run covers 3 of its 49 tasks and 2 of its 3 settings. Runs on ALE/Be" in summary

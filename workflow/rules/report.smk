@@ -27,11 +27,14 @@ for _study in STUDIES:
             study=_study.name,
             scale=_study.scale,
             seeds=_study.seeds,
+            tasks=list(_study.tasks),  # the study as the config narrowed it (./repro atari-three: 3 of 49 games)
+            variants=[v.name for v in _study.variants],
         log:
             f"{log_dir(_study)}/provenance.log",
         shell:
             "python workflow/scripts/provenance.py --study {params.study:q} --scale {params.scale:q} "
-            "--seeds {params.seeds:q} --out {output:q} --manifests {input.manifests:q} > {log:q} 2>&1"
+            "--seeds {params.seeds:q} --tasks {params.tasks:q} --variants {params.variants:q} --out {output:q} "
+            "--manifests {input.manifests:q} > {log:q} 2>&1"
 
 
 def _report_flag(path):

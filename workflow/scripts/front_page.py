@@ -81,7 +81,8 @@ def study_section(provenance: Path, headline: Path, columns: list[str]) -> tuple
     """(title, one-paragraph summary, headline markdown table) of one study."""
     rows = dict(pd.read_csv(provenance, dtype=str, keep_default_na=False).itertuples(index=False))
     seconds = float(rows.get("runs_training_seconds", "0") or 0)
-    summary = (f"{rows.get('scale_label', rows.get('scale', ''))}. Runs on {rows.get('tasks', '')}: "
+    part = f" This run covers {rows['narrowed_to']}." if rows.get("narrowed_to") else ""
+    summary = (f"{rows.get('scale_label', rows.get('scale', ''))}.{part} Runs on {rows.get('tasks', '')}: "
                f"{rows.get('runs_status', '?')}. Training: {duration(seconds)}, summed over jobs "
                f"({rows.get('cpu_count', '?')} cores here). Code: {code_version(rows)}.")
     table = headline_table(headline, columns)

@@ -20,7 +20,7 @@ import pandas as pd
 
 from analysis.io import RunDataError, read_manifest
 from ppo.config.errors import ConfigError
-from ppo.pipeline.study import load_study
+from ppo.pipeline.study import load_study, narrowed
 from ppo.training.records import git_state, host_info, package_versions
 
 DIRTY = {True: "yes: uncommitted changes", False: "no", None: "unknown"}
@@ -39,6 +39,15 @@ def _short(commit: str | None) -> str | None:
     return commit[:12] if commit else commit
 
 
+def narrowed_to(study) -> str:
+    """'' for a whole study; for one the pipeline config narrowed (ppo.pipeline.study.narrowed, e.g. ./repro
+    atari-three), how much of it: its scale label still describes the whole study."""
+    whole = load_study(study.name, study.scale, study.seeds)
+    parts = [f"{len(mine)} of its {len(all_)} {what}" for mine, all_, what in
+             [(study.tasks, whole.tasks, "tasks"), (study.variants, whole.variants, "settings")] if len(mine) < len(all_)]
+    return " and ".join(parts)
+
+
 def provenance(study, manifests: list[dict]) -> list[tuple[str, str]]:
     git, host, packages = git_state(), host_info(), package_versions()
     rows = [
@@ -49,6 +58,7 @@ def provenance(study, manifests: list[dict]) -> list[tuple[str, str]]:
         *([("updates_per_run", study.updates), ("responses_per_run", study.total_steps)] if study.kind == "rlhf"
           else [("total_steps_per_run", study.total_steps)]),
         ("tasks", ", ".join(study.tasks)),
+        ("narrowed_to", narrowed_to(study)),
         ("settings", ", ".join(v.name for v in study.variants)),
         ("seeds", f"{study.seeds} ({', '.join(map(str, range(study.seeds)))})"),
         ("runs_planned", len(study.runs())),
@@ -83,9 +93,11 @@ def main(argv=None):
     parser.add_argument("--seeds", type=int, default=None)
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--manifests", nargs="*", default=[], type=Path)
+    parser.add_argument("--tasks", nargs="*", default=None, help="the tasks the pipeline narrowed the study to")
+    parser.add_argument("--variants", nargs="*", default=None, help="the variants the pipeline narrowed it to")
     args = parser.parse_args(argv)
     try:
-        study = load_study(args.study, args.scale, args.seeds)
+        study = narrowed(load_study(args.study, args.scale, args.seeds), args.tasks, args.variants, "provenance.py")
         manifests = [read_manifest(p) for p in args.manifests]
     except (ConfigError, RunDataError) as err:  # one line naming the file, never a traceback
         print(f"provenance: error: {' '.join(str(err).split())}", file=sys.stderr)
