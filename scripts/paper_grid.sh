@@ -192,7 +192,7 @@ case "${1:-status}" in
   status)
     if running; then echo "running in $GRID"; else echo "not running"; fi
     if sb3_running; then echo "SB3 reference runs: training (log: $GRID/sb3.log)"; fi
-    (cd "$REPO" && .venv/bin/python -m ppo.pipeline.publish --status --studies $(published_studies) "${STATUS_SCOPE[@]}" --from "$GRID" --sb3 "$GRID/results/sb3_reference" "${@:2}")
+    (cd "$REPO" && .venv/bin/python -m ppo.pipeline.publish --status --studies $(published_studies) "${STATUS_SCOPE[@]}" --group-size "$GROUP_SIZE" --from "$GRID" --sb3 "$GRID/results/sb3_reference" "${@:2}")
     if [ "${CHECKPOINTS:-1}" = 0 ]; then  # RLHF: a run per job, no checkpoints; Snakemake's count of its jobs
       grep -E '^[0-9]+ of [0-9]+ steps' "$LOG" 2> /dev/null | tail -n 1 | sed 's/^/jobs (model builds, runs, report): /' || true
     else  # the groups still training: how far each got (from its last checkpoint) and on which processors

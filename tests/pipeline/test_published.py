@@ -336,9 +336,9 @@ def test_status_counts_the_atari_grid_s_runs_only(tmp_path):
 
 
 def test_hours_left_by_hand(tmp_path):
-    """The status's projection: each unfinished run's untrained share times the median hours per run of its task and
-    variant's published runs (a group's wall clock over its runs), else of its variant's; a variant none of whose
-    runs is published is named instead."""
+    """The status's projection: each unfinished run's untrained share times the median hours per run (a group's wall
+    clock over its runs) of its task and variant's published runs from groups of the size it will train in, else of
+    its task and variant's, else of its variant's; a variant none of whose runs is published is named instead."""
     import torch
 
     from ppo.pipeline.publish import INDEX_COLUMNS, hours_left
@@ -346,23 +346,35 @@ def test_hours_left_by_hand(tmp_path):
 
     study = narrowed(load_study("atari", "paper"), ["ALE/Pong-v5", "ALE/Breakout-v5"], ["atari_ppo", "atari_a2c"], "t")
     left = [r for r in study.runs() if (r.task, r.variant.name, r.seed) in
-            {("ALE/Pong-v5", "atari_a2c", 2), ("ALE/Breakout-v5", "atari_a2c", 0), ("ALE/Pong-v5", "atari_ppo", 0)}]
-    assert len(left) == 3
-    rows = [("ALE/Pong-v5", 3 * 3600, "a"), ("ALE/Pong-v5", 10 * 3600, "a; b"), ("ALE/BeamRider-v5", 7 * 3600, "c")]
+            {("ALE/Pong-v5", "atari_a2c", 1), ("ALE/Pong-v5", "atari_a2c", 2), ("ALE/Breakout-v5", "atari_a2c", 0),
+             ("ALE/Pong-v5", "atari_ppo", 0)}]
+    assert len(left) == 4
+    # hours per run: Pong 4 (a group of 1), 5 (of 2), 2 (of 3); BeamRider 7
+    rows = [("ALE/Pong-v5", 4 * 3600, "a"), ("ALE/Pong-v5", 10 * 3600, "a; b"), ("ALE/Pong-v5", 6 * 3600, "c; d; e"),
+            ("ALE/BeamRider-v5", 7 * 3600, "f")]
     index = pd.DataFrame([{"study": "atari", "task": task, "variant": "atari_a2c", "wall_seconds": wall, "group": group}
                           for task, wall, group in rows], columns=INDEX_COLUMNS)
-    pong = next(r for r in left if r.task == "ALE/Pong-v5" and r.variant.name == "atari_a2c")
+    pong = next(r for r in left if r.task == "ALE/Pong-v5" and r.variant.name == "atari_a2c" and r.seed == 2)
     folder = tmp_path / "grid" / "results" / "atari" / "paper" / "checkpoints"
     folder.mkdir(parents=True)
     config = json.dumps({"num_envs": 2, "horizon": 10, "total_steps": 400})
-    torch.save({"iteration": 5, "fingerprint": [[pong.run_id, 2, "digest", config]]}, folder / "g.pt")  # 100 of 400
-    # Pong A2C: median of 3 h and 10 h / 2 runs = 4 h, a quarter trained: 3 h; Breakout A2C, none of its own: the
-    # variant's median of 3, 5 and 7 h = 5 h; PPO: none published
-    assert hours_left(study, left, index, [tmp_path / "grid"]) == (
-        "atari: 3 runs left, about 8.0 job-hours for 2 of them at the median per run of the published runs of the same "
-        "task and variant (of each variant: atari_a2c 5.0 h); not estimated (no published run of atari_ppo); "
-        "trained so far: ALE/Pong-v5/atari_a2c/seed2 25%")
-    assert hours_left(study, left, index.iloc[:0], []) == "atari: 3 runs left; not estimated (no published run of " \
+    torch.save({"iteration": 10, "fingerprint": [[pong.run_id, 2, "digest", config]]}, folder / "g.pt")  # 200 of 400
+
+    def projection(hours, variant_hours):
+        return (f"atari: 4 runs left, about {hours} job-hours for 3 of them at the median per run of the published runs "
+                "of the same task and variant, from groups of the same size where published (of each variant: "
+                f"atari_a2c {variant_hours} h); not estimated (no published run of atari_ppo); trained so far: "
+                "ALE/Pong-v5/atari_a2c/seed2 50%")
+
+    # Pong A2C seeds 1 and 2 train as a group of 2: 5 h each, seed 2 half trained: 7.5 h; Breakout A2C, no run of its
+    # own: the variant's median of 4, 5, 2 and 7 h: 4.5 h
+    assert hours_left(study, left, index, [tmp_path / "grid"]) == projection("12.0", "4.5")
+    # in groups of 1: 4 h each, 4 + 2 + 4.5
+    assert hours_left(study, left, index, [tmp_path / "grid"], group_size=1) == projection("10.5", "4.5")
+    # no group of 2 published: Pong A2C's median over all sizes, of 4 and 2 h: 3 + 1.5; Breakout: median of 4, 2, 7
+    no_pair = index[index["group"] != "a; b"]
+    assert hours_left(study, left, no_pair, [tmp_path / "grid"]) == projection("8.5", "4.0")
+    assert hours_left(study, left, index.iloc[:0], []) == "atari: 4 runs left; not estimated (no published run of " \
         "atari_a2c, atari_ppo)"
 
 
