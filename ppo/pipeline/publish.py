@@ -45,7 +45,7 @@ from ..envs import family_of
 from ..training import records
 from ..training.layout import run_dir
 from . import carry
-from .study import is_current, load_study, narrowed, shared_runs
+from .study import Study, is_current, load_study, narrowed, shared_runs
 
 PUBLISHED = PROJECT_ROOT / "published"
 # Table 1 and Figure 3, and three checks of them: ε = 0.2 on the v4 tasks (CleanRL's version), with
@@ -430,13 +430,14 @@ def hours_left(study, runs, index: pd.DataFrame, sources: list[Path], group_size
     per_run = mine.groupby("variant")["hours"].median().to_dict()
     per_task_run = mine.groupby(["task", "variant"])["hours"].median().to_dict()  # tasks differ (HalfCheetah, Pong)
     per_sized_run = mine.groupby(["task", "variant", "size"])["hours"].median().to_dict()
-    size_of = {run.run_id: len(group.runs) for group in study.groups(group_size, runs) for run in group.runs}
+    size_of = ({run.run_id: len(group.runs) for group in study.groups(group_size, runs) for run in group.runs}
+               if isinstance(study, Study) else {})  # an RLHF study trains a run per job
     hours, unknown, started = 0.0, set(), []
     for run in runs:
         share = trained.get(run.run_id, 0.0)
         if share > 0:
             started.append(f"{run.run_id} {share:.0%}")
-        rate = per_sized_run.get((run.task, run.variant.name, size_of[run.run_id]),
+        rate = per_sized_run.get((run.task, run.variant.name, size_of.get(run.run_id, 1)),
                                  per_task_run.get((run.task, run.variant.name), per_run.get(run.variant.name)))
         if rate is None:
             unknown.add(run.variant.name)
