@@ -237,16 +237,15 @@ def test_three_seed_view_of_the_published_runs_is_todays_table1_and_figure3(monk
            "every cell |" in tables
 
 
-def test_seeds_beyond_the_paper_sit_beside_its_three(monkeypatch):
-    """Seeds 3-4 published for every cell of Table 1 and Figure 3 but Hopper's (seeds 0-3 there): every seed is read,
-    the counts are said, the t interval stays (the smallest cell has 4), the 3-seed view sits beside, and the
-    seeds-needed ladder goes to 4. Runs stand in for the new seeds: copies of seeds 0-1 with their scores shifted."""
-    real = front_page.scored_runs
-
-    def with_more_seeds(runs_dir):
+def with_more_seeds(real, seeds, studies=("table1", "figure3")):
+    """front_page.scored_runs with the published seeds 0-2 of ``studies`` and stand-ins for ``seeds`` (3, 4, ...):
+    copies of seeds 0, 1, ... with their scores shifted (seed 4 of Hopper left out)."""
+    def scored_runs(runs_dir):
         scores, manifests = (frame[frame["seed"] < 3] for frame in real(runs_dir))  # the seeds published at 73425c1
+        if not any(study in Path(runs_dir).parts for study in studies):
+            return scores, manifests
         extra, extra_manifests = [], []
-        for seed in (3, 4):
+        for seed in seeds:
             pick = scores[(scores["seed"] == seed - 3) & ~((scores["task"] == "Hopper-v5") & (seed == 4))]
             ids = pick["run_id"].str.replace(r"seed\d+$", f"seed{seed}", regex=True)
             extra.append(pick.assign(seed=seed, score=pick["score"] * 1.01, run_id=ids))
@@ -254,8 +253,29 @@ def test_seeds_beyond_the_paper_sit_beside_its_three(monkeypatch):
                                    .assign(seed=seed, run_id=ids.to_numpy()))
         return (pd.concat([scores, *extra], ignore_index=True), pd.concat([manifests, *extra_manifests],
                                                                           ignore_index=True))
+    return scored_runs
 
-    monkeypatch.setattr(front_page, "scored_runs", with_more_seeds)
+
+def test_seeds_needed_follows_table1_past_three_seeds_while_figure3_waits(monkeypatch):
+    """Seed 3 in every cell of Table 1 and in none of Figure 3 (the ten-seed grid trains Table 1 first): Table 1's
+    conclusions are followed to 4 seeds, Figure 3's are said to wait, not counted as settled or not."""
+    monkeypatch.setattr(front_page, "scored_runs", with_more_seeds(front_page.scored_runs, (3,), ("table1",)))
+    monkeypatch.setattr(front_page, "published_seeds", lambda published, names=None: 4)
+    line, _, tables = front_page.paper_seeds_needed(PUBLISHED, published_random(), n_resamples=300)
+    assert line.startswith("**Seeds each conclusion needs** (Table 1: seeds 0–2 up to seeds 0–3, the seeds every cell "
+                           "has): ")
+    assert " of 7 conclusions stay as at 3 seeds" in line and "Figure 3, " not in line
+    assert line.endswith("; 12 of Figure 3 wait for seed 3 in every cell.")
+    table1_rows, figure3_rows = (t.splitlines()[2:] for t in tables.split("\n\n"))
+    assert len(table1_rows) == 7 and len(figure3_rows) == 12
+    assert all(r.endswith("| open: only 3 seeds in every cell |") for r in figure3_rows)
+
+
+def test_seeds_beyond_the_paper_sit_beside_its_three(monkeypatch):
+    """Seeds 3-4 published for every cell of Table 1 and Figure 3 but Hopper's (seeds 0-3 there): every seed is read,
+    the counts are said, the t interval stays (the smallest cell has 4), the 3-seed view sits beside, and the
+    seeds-needed ladder goes to 4. Runs stand in for the new seeds: copies of seeds 0-1 with their scores shifted."""
+    monkeypatch.setattr(front_page, "scored_runs", with_more_seeds(front_page.scored_runs, (3, 4)))
     monkeypatch.setattr(front_page, "published_seeds", lambda published, names=None: 5)
     random = published_random()
     verdict, note, table = front_page.paper_table1(PUBLISHED, random, n_resamples=300)

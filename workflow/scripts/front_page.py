@@ -513,23 +513,28 @@ def paper_seeds_needed(published: Path, random_scores: pd.Series | None, n_resam
     if not parts:
         return "", "", ""
     frame = pd.concat(parts, ignore_index=True)
-    last = int(frame["n_last"].max())
-    if last == PAPER_SEEDS:
+    # a study whose every cell has seed 3 is followed past the paper's 3 seeds; the other's conclusions wait for it
+    followed, waiting = frame[frame["n_last"] > PAPER_SEEDS], frame[frame["n_last"] == PAPER_SEEDS]
+    if followed.empty:
         line = (f"**Seeds each conclusion needs: open**: {seed_span(PAPER_SEEDS)} (the paper's protocol) are published "
                 f"in every cell of Table 1 and Figure 3, so none of their {len(frame)} conclusions can be followed "
                 f"past 3 seeds yet: the table below holds their answers at 3 seeds, which each later seed count will be "
                 f"compared with once seed {PAPER_SEEDS} is in every cell (issue 31).")
     else:
-        held = frame[frame["settled_from"] == PAPER_SEEDS]
-        later = frame[frame["settled_from"] > PAPER_SEEDS]
-        open_ = frame[frame["settled_from"].isna()]
-        line = (f"**Seeds each conclusion needs** ({seed_span(PAPER_SEEDS)} up to {seed_span(last)}, the seeds every "
-                "cell has): "
-                f"{len(held)} of {len(frame)} conclusions stay as at 3 seeds"
+        held = followed[followed["settled_from"] == PAPER_SEEDS]
+        later = followed[followed["settled_from"] > PAPER_SEEDS]
+        open_ = followed[followed["settled_from"].isna()]
+        lasts = followed.groupby("study", sort=False)["n_last"].max()
+        spans = (f"{seed_span(PAPER_SEEDS)} up to {seed_span(int(lasts.iloc[0]))}" if waiting.empty and lasts.nunique() == 1
+                 else "; ".join(f"{study}: {seed_span(PAPER_SEEDS)} up to {seed_span(int(n))}" for study, n in lasts.items()))
+        line = (f"**Seeds each conclusion needs** ({spans}, the seeds every cell has): "
+                f"{len(held)} of {len(followed)} conclusions stay as at 3 seeds"
                 + ("; settled later: " + "; ".join(f"{r.study}, {r.question}: from {r.settled_from}"
                                                    for r in later.itertuples()) if len(later) else "")
                 + (f"; not settled: {'; '.join(f'{r.study}, {r.question}' for r in open_.itertuples())}"
-                   if len(open_) else "") + ".")
+                   if len(open_) else "")
+                + "".join(f"; {len(rows)} of {study} wait for seed {PAPER_SEEDS} in every cell"
+                          for study, rows in waiting.groupby("study", sort=False)) + ".")
     note = (SEEDS_NEEDED_RULE + " " + " ".join(counted) + " The same conclusions as the tables above, drawn by the "
             "same code (analysis.table1, analysis.figure3); the Table 1 and Figure 3 reports write them as "
             "seeds_needed.md and figure3_seeds_needed.md.")
