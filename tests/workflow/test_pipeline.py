@@ -1,5 +1,6 @@
 """The Snakemake pipeline end to end at the smoke scale, in a copy of the project."""
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -136,3 +137,23 @@ def test_a_fresh_clone_with_published_runs_trains_nothing(project, tmp_path):
     for root in ("published", "results"):  # a run neither published nor finished here is trained
         shutil.rmtree(clone / root / "table1/smoke/runs/Hopper-v5/no_clip")
     assert planned_training(clone, mujoco) == {"results/table1/smoke/runs/Hopper-v5/no_clip/seed0"}
+
+
+def test_an_edited_analysis_or_reference_rebuilds_the_reports_and_trains_nothing(project):
+    """The reports' code and the published numbers they read are inputs of the report jobs (report_code in
+    workflow/rules/analysis.smk): an edit re-runs the reports, never training. Put back (content and mtime), nothing
+    is left to do. Last in this module: it leaves the finished pipeline as it found it."""
+    for relative in ("analysis/table1.py", "reference/ppo2017_table1.csv"):
+        path = project / relative
+        original, stat = path.read_bytes(), path.stat()
+        try:
+            path.write_bytes(original + b"\n")
+            plan = subprocess.run([*SNAKEMAKE, "-n", *SMOKE_CONFIG], cwd=project, capture_output=True, text=True)
+            assert plan.returncode == 0, plan.stderr[-3000:]
+            assert "rule table1_report_table1:" in plan.stdout and "rule front_page:" in plan.stdout, relative
+            assert "rule train_" not in plan.stdout and "rule copy_" not in plan.stdout, relative
+        finally:
+            path.write_bytes(original)
+            os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    again = subprocess.run([*SNAKEMAKE, "-n", *SMOKE_CONFIG], cwd=project, capture_output=True, text=True)
+    assert "Nothing to be done" in again.stdout + again.stderr

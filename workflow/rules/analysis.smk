@@ -12,6 +12,17 @@ REPORT_FILES = []
 SB3_REFERENCE_FILES = sorted(str(p) for p in Path("published/sb3_reference").glob("*/seed*/*"))
 
 
+# A report is rebuilt when the code or the published numbers it reads change, not only its runs: its script, analysis/
+# and reference/ are inputs of the report jobs (by mtime, like every input), so an edited analysis never leaves a
+# stale table behind. Training jobs never read them: a run's records depend on its config and seed alone.
+ANALYSIS_CODE = sorted(str(p) for p in (*Path("analysis").rglob("*.py"), *Path("reference").glob("*.csv")))
+
+
+def report_code(script):
+    """The inputs that make a report job run again when they change: its script, analysis/ and reference/."""
+    return [f"workflow/scripts/{script}", *ANALYSIS_CODE]
+
+
 def variant_files(study):
     """The study's variant files, relative to the project (inputs of a report that reads their claims)."""
     return [os.path.relpath(v.path, PROJECT) for v in study.variants]
@@ -97,6 +108,7 @@ for _study in STUDIES:
             sb3=SB3_REFERENCE_FILES if _report.sb3_reference else [],
             variants=variant_files(_study) if _report.variant_files else [],
             beside=beside_manifests(_study),
+            code=report_code(_report.script),
         output:
             [f"{_out}/{name}" if caption is None else report(f"{_out}/{name}", caption=f"../report/{caption}", category=_cat)
              for name, caption in _files],

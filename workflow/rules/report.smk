@@ -99,6 +99,7 @@ rule front_page:
         [f"{report_dir(s)}/{REPORTS[s.report].headline}" for s in STUDIES],
         PUBLISHED_INDEX,
         random=PAPER_RANDOM,
+        code=report_code("front_page.py"),
     output:
         "results/front_page.md",
         "results/front_page.rst",
