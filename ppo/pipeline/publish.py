@@ -32,6 +32,7 @@ import json
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -392,6 +393,8 @@ def status(sources: list[Path], published: Path = PUBLISHED, sb3_sources: tuple[
         elsewhere = [not d and any(publishable(src, study, r) for src in sources) for r, d in zip(mine, done)]
         lines.append(f"{study.name}: {sum(done)} of {len(mine)} runs published, {sum(elsewhere)} more finished, "
                      "not yet published")
+        if seeds is not None and isinstance(study, Study):  # the ten-seed grid: how far each seed got
+            lines.append(seed_waves(study.name, [r.seed for r in mine], done))
         left = [r for r, d, e in zip(mine, done, elsewhere) if not (d or e)]
         if left:
             lines.append(hours_left(study, left, index, sources, group_size))
@@ -408,6 +411,22 @@ def status(sources: list[Path], published: Path = PUBLISHED, sb3_sources: tuple[
                      + ", ".join(f"{h} {w / 3600:.1f}" for h, w in groups.groupby("processor")["wall_seconds"].sum().items())
                      + ")")
     return "\n".join(lines)
+
+
+def seed_waves(name: str, seeds: list[int], done: list[bool]) -> str:
+    """One line: the seeds published in every cell of a study's runs (their ``seeds``, whether each is ``done``), and
+    how far each later seed got: the grid trains a seed of every cell at a time (ppo.pipeline.carry.train_priority),
+    and the reports follow each conclusion over the seeds every cell has."""
+    cells = Counter(seeds)
+    published = Counter(seed for seed, d in zip(seeds, done) if d)
+    whole = 0
+    while whole in cells and published[whole] == cells[whole]:
+        whole += 1
+    line = f"{name}: " + (f"seeds 0–{whole - 1} published in every cell" if whole > 1 else
+                          "seed 0 published in every cell" if whole == 1 else "no seed published in every cell")
+    later = [f"seed {seed} in {published[seed]} of {cells[seed]}" for seed in sorted(cells) if seed >= whole
+             and published[seed]]
+    return line + (f"; {', '.join(later)} cells" if later else "")
 
 
 def hours_left(study, runs, index: pd.DataFrame, sources: list[Path], group_size: int = 0) -> str:

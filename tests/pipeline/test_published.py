@@ -378,6 +378,19 @@ def test_hours_left_by_hand(tmp_path):
         "atari_a2c, atari_ppo)"
 
 
+def test_seed_waves_by_hand():
+    """The ten-seed status line: the seeds every cell has published, then each later seed's count of cells."""
+    from ppo.pipeline.publish import seed_waves
+
+    two_cells = [0, 0, 1, 1, 2, 2, 3, 3]
+    assert seed_waves("t", two_cells, [True] * 6 + [False] * 2) == "t: seeds 0–2 published in every cell"
+    assert seed_waves("t", two_cells, [True, True, True, False, False, True, True, False]) == (
+        "t: seed 0 published in every cell; seed 1 in 1 of 2, seed 2 in 1 of 2, seed 3 in 1 of 2 cells")
+    assert seed_waves("t", two_cells, [False, True] + [False] * 6) == (
+        "t: no seed published in every cell; seed 0 in 1 of 2 cells")
+    assert seed_waves("t", two_cells, [False] * 8) == "t: no seed published in every cell"
+
+
 def test_publishing_seeds_0_to_2_keeps_the_index_rows_of_seeds_3_to_9(tmp_path):
     """The ten-seed grid publishes with --seeds 10; a later default publish (fewer seeds) must not drop the others."""
     from ppo.pipeline.publish import write_index
@@ -411,4 +424,5 @@ def test_status_writes_no_file(tmp_path):
     (run_dir(published, study, runs[1]) / "manifest.json").unlink()  # a publish now would drop its row
     report = status([tmp_path / "grid"], published, names=("table1",), scale="smoke", seeds=2)
     assert "table1: 1 of" in report and "1 more finished, not yet published" in report
+    assert "table1: no seed published in every cell; seed 0 in 1 of 22 cells" in report.splitlines()  # seed_waves
     assert index.read_bytes() == before and index.stat().st_mtime_ns == listed
