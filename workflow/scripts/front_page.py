@@ -524,9 +524,11 @@ def paper_seeds_needed(published: Path, random_scores: pd.Series | None, n_resam
         held = followed[followed["settled_from"] == PAPER_SEEDS]
         later = followed[followed["settled_from"] > PAPER_SEEDS]
         open_ = followed[followed["settled_from"].isna()]
-        lasts = followed.groupby("study", sort=False)["n_last"].max()
-        spans = (f"{seed_span(PAPER_SEEDS)} up to {seed_span(int(lasts.iloc[0]))}" if waiting.empty and lasts.nunique() == 1
-                 else "; ".join(f"{study}: {seed_span(PAPER_SEEDS)} up to {seed_span(int(n))}" for study, n in lasts.items()))
+        lasts = followed.groupby("study", sort=False)["n_last"].max()  # per study: the seeds every cell has
+        if waiting.empty and lasts.nunique() == 1:
+            spans = f"{seed_span(PAPER_SEEDS)} up to {seed_span(int(lasts.iloc[0]))}"
+        else:
+            spans = "; ".join(f"{study}: {seed_span(PAPER_SEEDS)} up to {seed_span(int(n))}" for study, n in lasts.items())
         line = (f"**Seeds each conclusion needs** ({spans}, the seeds every cell has): "
                 f"{len(held)} of {len(followed)} conclusions stay as at 3 seeds"
                 + ("; settled later: " + "; ".join(f"{r.study}, {r.question}: from {r.settled_from}"
