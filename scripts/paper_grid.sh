@@ -16,7 +16,8 @@
 #
 #   STUDIES=table1 SEEDS=10 scripts/paper_grid.sh start|status|publish|watch|stop|carry
 #       Table 1 at ten seeds (issue 31): seeds 3-9 trained, a seed of all 77 cells at a time, so a stop leaves whole
-#       seeds (ppo.pipeline.carry.train_priority); 0-2 copied from published/; then STUDIES=figure3
+#       seeds (ppo.pipeline.carry.train_priority); 0-2 copied from published/. STUDIES=table1,figure3 trains Table 1's
+#       seeds, then Figure 3's (a grid trains its studies in the order STUDIES names them: studies_in_order)
 #   GRID_NAME=atari scripts/paper_grid.sh start|status|publish|watch|stop|carry
 #       the Atari paper scale's three games (./repro atari-three: the atari study's selection `three`, Pong,
 #       Breakout, BeamRider; PPO and A2C, or ATARI_VARIANTS=atari_ppo alone), one run per job, in
@@ -182,6 +183,9 @@ case "${1:-status}" in
     mapfile -t resumable < <(cd "$REPO" && .venv/bin/python -m ppo.pipeline.carry resumable --from "$GRID" ${RESUMABLE_SCOPE[@]+"${RESUMABLE_SCOPE[@]}"})
     # The studies the dataset publishes (ppo.pipeline.publish.STUDIES: Table 1, Figure 3 and their checks), as the clone has them
     studies="${STUDIES:-$(cd "$GRID" && .venv/bin/python -c 'from ppo.pipeline.publish import STUDIES; print(",".join(STUDIES))')}"
+    # A study's new groups before the next one's, in the order STUDIES names them (STUDIES=table1,figure3 SEEDS=10: Table 1's
+    # seeds 3-9, then Figure 3's); a clone of a revision before the setting existed trains as it did then
+    if grep -q studies_in_order "$GRID/workflow/schemas/config.schema.yaml"; then GRID_CONFIG+=(studies_in_order=True); fi
     echo "$(date -Is) start $rev studies=[$studies] ${GRID_CONFIG[*]} group_size=$GROUP_SIZE cores=$grid_cores" >> "$GRID/grid.history"
     background "$GRID/grid.pid" "$LOG" \
       "$GRID/.venv/bin/snakemake" --directory "$GRID" --snakefile "$GRID/workflow/Snakefile" \

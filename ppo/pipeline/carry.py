@@ -220,27 +220,34 @@ def budget_fraction(path: Path) -> float:
 
 # Above any new training job's priority (train_priority)
 RESUMED_PRIORITY = 10**9
-# New jobs: a seed at a time (seeds above SEED_WAVES share the last wave), then the longest first within a seed; a job's
-# expected seconds on one core (workflow/rules/common.smk) count up to SEED_WAVE_SPAN, far above any job's
-SEED_WAVES, SEED_WAVE_SPAN = 99, 10**7
+# New jobs: a study at a time where the grid asks for it (ranks from STUDY_TIERS on share the last tier), then a seed at
+# a time (seeds from SEED_WAVES on share the last wave), then the longest first within a seed; a job's expected seconds
+# on one core (workflow/rules/common.smk) count up to SEED_WAVE_SPAN - 1 (11 days), far above any job's. The largest
+# new-group priority, STUDY_TIERS * STUDY_TIER_SPAN - 1, stays below RESUMED_PRIORITY.
+STUDY_TIERS, STUDY_TIER_SPAN = 10, 10**8
+SEED_WAVES, SEED_WAVE_SPAN = 100, 10**6
 
 
-def train_priority(expected_seconds: float, checkpoint: Path, first_seed: int = 0) -> int:
+def train_priority(expected_seconds: float, checkpoint: Path, first_seed: int = 0, study_rank: int = 0) -> int:
     """A training job's Snakemake priority: a group with a checkpoint before every new group, the furthest (largest
     share of its budget) first: it publishes soonest, and a stopped session loses least, where Snakemake's tie order
-    resumed a run 3 % done before one 62 % done (2026-11-28). Then new groups by their lowest seed (``first_seed``),
-    the lowest first: a grid of many seeds that stops partway (the ten-seed Table 1 takes many sessions) leaves
-    whole seeds across its cells, each a table of its own (analysis.seeds.SeedCounts.common), rather than some cells at
-    ten seeds and the rest at three. Within a seed, the longest first, which balances the cores."""
+    resumed a run 3 % done before one 62 % done (2026-11-28). Then new groups (new_group_priority)."""
     done = budget_fraction(checkpoint) if checkpoint.exists() else 0.0
-    return RESUMED_PRIORITY + int(done * 10**6) if done > 0 else new_group_priority(expected_seconds, first_seed)
+    if done > 0:
+        return RESUMED_PRIORITY + int(done * 10**6)
+    return new_group_priority(expected_seconds, first_seed, study_rank)
 
 
-def new_group_priority(expected_seconds: float, first_seed: int) -> int:
-    """A group without a checkpoint: the lowest seed first, the longest first within a seed (train_priority;
-    ppo.pipeline.remote orders its jobs by it too)."""
-    wave = SEED_WAVES - min(max(first_seed, 0), SEED_WAVES)
-    return wave * SEED_WAVE_SPAN + min(int(expected_seconds), SEED_WAVE_SPAN - 1)
+def new_group_priority(expected_seconds: float, first_seed: int, study_rank: int = 0) -> int:
+    """A group without a checkpoint. By ``study_rank`` first, the lowest first: the grid of Table 1 and Figure 3 at ten
+    seeds trains Table 1 before Figure 3 (config ``studies_in_order``; 0 for every study otherwise). Then by its lowest
+    seed (``first_seed``), the lowest first: a grid of many seeds that stops partway (the ten-seed Table 1 takes many
+    sessions) leaves whole seeds across its cells, each a table of its own (analysis.seeds.SeedCounts.common), rather
+    than some cells at ten seeds and the rest at three. Within a seed, the longest first, which balances the cores.
+    ppo.pipeline.remote orders its jobs by it too."""
+    tier = STUDY_TIERS - 1 - min(max(study_rank, 0), STUDY_TIERS - 1)
+    wave = SEED_WAVES - 1 - min(max(first_seed, 0), SEED_WAVES - 1)
+    return tier * STUDY_TIER_SPAN + wave * SEED_WAVE_SPAN + min(int(expected_seconds), SEED_WAVE_SPAN - 1)
 
 
 def resumable(grid: Path, variants: list[str] | None = None) -> list[Path]:

@@ -135,9 +135,10 @@ def test_resumable_puts_the_largest_share_of_budget_first_of_the_grids_variants(
     assert carry.resumable(tmp_path, ["atari_ppo"]) == [Path(manifest("atari_ppo/seed1"))]
 
 
-def test_train_priority_puts_resumed_groups_first_the_furthest_first_then_new_ones_by_seed_longest_first(tmp_path):
+def test_train_priority_puts_resumed_groups_first_the_furthest_first_then_new_ones_by_study_seed_longest_first(tmp_path):
     """The order the grid's Snakemake starts training jobs in (workflow/rules/train.smk): resumed groups, then new
-    ones a seed at a time, so that a stopped ten-seed grid leaves whole seeds; the longest first within a seed."""
+    ones a study at a time where the grid asks for it (Table 1 before Figure 3), a seed at a time, so that a stopped
+    ten-seed grid leaves whole seeds; the longest first within a seed."""
     far, near = tmp_path / "far.pt", tmp_path / "near.pt"
     fake_checkpoint(far, "ALE/Pong-v5/atari_ppo/seed1", 6_030, 8, 128, 10_000_000)  # 62 % of its budget
     fake_checkpoint(near, "ALE/Breakout-v5/atari_ppo/seed2", 250, 8, 128, 10_000_000)  # 2.6 %
@@ -146,17 +147,24 @@ def test_train_priority_puts_resumed_groups_first_the_furthest_first_then_new_on
     not_a_checkpoint = tmp_path / "broken.pt"
     not_a_checkpoint.write_bytes(b"not a checkpoint")
     absent = tmp_path / "absent.pt"
-    priorities = {name: carry.train_priority(seconds, path, seed) for name, seconds, path, seed in [
-        ("far", 100, far, 5), ("near", 50_000, near, 0), ("long", 90_000, absent, 0), ("short", 1_000.7, absent, 0),
-        ("at_start", 20_000, at_start, 0), ("broken", 10, not_a_checkpoint, 0), ("seed 1, longer", 95_000, absent, 1),
-        ("seed 3", 10**8, absent, 3), ("seed 150", 10**8, absent, 150), ("seed 99", 5, absent, 99)]}
+    priorities = {name: carry.train_priority(seconds, path, seed, rank) for name, seconds, path, seed, rank in [
+        ("far", 100, far, 5, 1), ("near", 50_000, near, 0, 0), ("long", 90_000, absent, 0, 0),
+        ("short", 1_000.7, absent, 0, 0), ("at_start", 20_000, at_start, 0, 0), ("broken", 10, not_a_checkpoint, 0, 0),
+        ("seed 1, longer", 95_000, absent, 1, 0), ("seed 3", 10**8, absent, 3, 0), ("seed 150", 10**8, absent, 150, 0),
+        ("seed 99", 5, absent, 99, 0), ("second study, seed 0, longest", 10**8, absent, 0, 1),
+        ("rank 20", 10**8, absent, 0, 20), ("rank 9", 5, absent, 0, 9)]}
     assert sorted(priorities, key=priorities.get, reverse=True) == [
-        "far", "near", "long", "at_start", "short", "broken", "seed 1, longer", "seed 3", "seed 150", "seed 99"]
+        "far", "near", "long", "at_start", "short", "broken", "seed 1, longer", "seed 3", "seed 150", "seed 99",
+        "second study, seed 0, longest", "rank 20", "rank 9"]
     assert priorities["far"] == carry.RESUMED_PRIORITY + 617_472  # 6,030 × 8 × 128 of 10M steps, in millionths
-    assert priorities["short"] == 99 * 10**7 + 1_000 and priorities["broken"] == 99 * 10**7 + 10
-    assert priorities["seed 3"] == 96 * 10**7 + 10**7 - 1  # the expected seconds capped below the next seed's
-    assert priorities["seed 150"] == 10**7 - 1 and priorities["seed 99"] == 5  # seeds from 99 on: the last wave
-    assert max(p for n, p in priorities.items() if n not in ("far", "near")) < carry.RESUMED_PRIORITY
+    # study tier 9 (rank 0) × 10^8 + seed wave 99 (seed 0) × 10^6 + expected seconds
+    assert priorities["short"] == 999_001_000 and priorities["broken"] == 999_000_010
+    assert priorities["seed 3"] == 996_999_999  # wave 96; the expected seconds capped below the next wave's
+    assert priorities["seed 150"] == 900_999_999 and priorities["seed 99"] == 900_000_005  # seeds from 99: the last wave
+    assert priorities["second study, seed 0, longest"] == 899_999_999  # tier 8: after every seed of the first study
+    assert priorities["rank 20"] == 99_999_999 and priorities["rank 9"] == 99_000_005  # ranks from 9: the last tier
+    # the largest a new group can get stays below a resumed group's
+    assert carry.new_group_priority(10**12, -1, -1) == 999_999_999 < carry.RESUMED_PRIORITY
 
 
 def test_a_checkpoint_too_large_for_the_repository_stays_on_its_machine(tmp_path, monkeypatch):

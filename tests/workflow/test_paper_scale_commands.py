@@ -47,6 +47,26 @@ def test_mujoco_paper_scale_plans_no_atari_run(snakemake_dry_run):
     assert "atari" not in done.stdout
 
 
+def test_a_grid_trains_its_studies_in_the_order_it_names_them(snakemake_dry_run):
+    """studies_in_order (scripts/paper_grid.sh sets it): every new Table 1 group before any Figure 3 one, where by
+    default Figure 3's groups, which hold all their seeds, would start in the first seed's wave."""
+    def priorities(in_order):
+        done = subprocess.run([*snakemake_dry_run[:-2], "--config", "studies=[table1,figure3]", "scale=smoke", "seeds=5",
+                               "group_size=11", f"studies_in_order={in_order}"], capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        jobs = re.findall(r"^rule (train_(table1|figure3)_\S+):\n(?:    .*\n)*?    priority: (\d+)$", done.stdout,
+                          re.MULTILINE)
+        by_study = {study: [int(p) for _, s, p in jobs if s == study] for study in ("table1", "figure3")}
+        assert len(by_study["table1"]) == 10 and len(by_study["figure3"]) == 10, jobs  # 2 smoke tasks
+        return by_study
+
+    in_order = priorities(True)
+    assert min(in_order["table1"]) > max(in_order["figure3"])
+    mixed = priorities(False)
+    assert min(mixed["table1"]) < max(mixed["figure3"])  # seeds 1-4 of Table 1 after Figure 3's groups of seeds 0-4
+
+
 def test_atari_three_plans_the_three_games_ppo_and_a2c_of_the_paper_scale():
     """./repro atari-three: the paper scale's own runs (same folders, so published ones are copied, all of them by
     one job), the others trained one a job; its games and algorithms are the atari study's selection three."""

@@ -210,10 +210,12 @@ def expected_seconds(study, group):
 
 
 def train_priority(study, group):
-    """Groups with a checkpoint first, the furthest first; then new ones a seed at a time, the longest first within a
-    seed (ppo.pipeline.carry)."""
+    """Groups with a checkpoint first, the furthest first; then new ones a study at a time in the order config studies
+    names them when config studies_in_order is set (the ten-seed grid: Table 1, then Figure 3), a seed at a time, the
+    longest first within a seed (ppo.pipeline.carry)."""
     saved = layout.checkpoint_path("results", study, group.task, [run_dir(study, r) for r in group.runs])
-    return carry.train_priority(expected_seconds(study, group), saved, group.first_seed)  # (`checkpoint`: Snakemake's)
+    rank = config["studies"].index(study.name) if config.get("studies_in_order") else 0
+    return carry.train_priority(expected_seconds(study, group), saved, group.first_seed, rank)  # (`checkpoint`: Snakemake's)
 
 
 def memory_mb(study, group):
