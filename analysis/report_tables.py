@@ -87,3 +87,15 @@ def write_table(
         md_path = Path(md_path)
         md_path.parent.mkdir(parents=True, exist_ok=True)
         md_path.write_text(to_markdown(df, notes, title, digits))
+
+
+def replace_between(path: Path, begin: str, end: str, body: str) -> None:
+    """Replace the lines between the line ``begin`` and the line starting ``end`` of ``path`` (README.md's generated
+    blocks: scripts/atari_results.py, scripts/seeds_results.py) with ``body``; without both lines, stop naming the file
+    and change nothing."""
+    text = path.read_text(encoding="utf-8")
+    head, sep, rest = text.partition(begin + "\n")
+    _, sep2, tail = rest.partition(end)
+    if not (sep and sep2):
+        raise SystemExit(f"{path}: no lines {begin!r} ... {end!r} to write between")
+    path.write_text(head + sep + body + sep2 + tail, encoding="utf-8")

@@ -37,7 +37,7 @@ from analysis.atari import (attach_env_protocol, check_runs, load_atari_referenc
                            load_table6, task_game)
 from analysis.atari_tables import VERDICT_RULE, reference_table, run_scores, table6, verdicts  # noqa: E402
 from analysis.io import load_study as load_runs  # noqa: E402
-from analysis.report_tables import to_markdown  # noqa: E402
+from analysis.report_tables import replace_between, to_markdown  # noqa: E402
 from ppo.pipeline.study import load_study  # noqa: E402
 from ppo.training.driver import resumed_elsewhere  # noqa: E402
 
@@ -366,12 +366,7 @@ def readme_table(published: Path) -> str:
 
 def write_readme(published: Path, readme: Path = README) -> None:
     """Replace the lines between README_BEGIN and README_END in ``readme`` with :func:`readme_table`."""
-    text = readme.read_text(encoding="utf-8")
-    head, sep, rest = text.partition(README_BEGIN + "\n")
-    body, sep2, tail = rest.partition(README_END)
-    if not (sep and sep2):
-        raise SystemExit(f"{readme}: no lines {README_BEGIN!r} ... {README_END!r} to write the Atari table between")
-    readme.write_text(head + sep + readme_table(published) + "\n" + sep2 + tail, encoding="utf-8")
+    replace_between(readme, README_BEGIN, README_END, readme_table(published) + "\n")
 
 
 def main(argv=None) -> int:

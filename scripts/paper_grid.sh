@@ -49,8 +49,9 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 case "${GRID_NAME:-mujoco}" in
   mujoco)
     GRID="${GRID:-$(dirname "$REPO")/ppo-grid}"; GRID_CONFIG=(); STATUS_SCOPE=(); RESULTS_PAGE=
-    # SEEDS=10: the ten-seed Table 1 and Figure 3 (issue 31); seeds 0-2 are published and copied, not trained
-    if [ -n "${SEEDS:-}" ]; then GRID_CONFIG=("seeds=$SEEDS"); STATUS_SCOPE=(--seeds "$SEEDS"); fi ;;
+    # SEEDS=10: the ten-seed Table 1 and Figure 3 (issue 31); seeds 0-2 are published and copied, not trained. Its
+    # publish writes docs/seeds-results.md and README.md's seeds summary again (scripts/seeds_results.py)
+    if [ -n "${SEEDS:-}" ]; then GRID_CONFIG=("seeds=$SEEDS"); STATUS_SCOPE=(--seeds "$SEEDS"); RESULTS_PAGE=seeds; fi ;;
   atari)
     GRID="${GRID:-$(dirname "$REPO")/atari-grid}"
     STUDIES="${STUDIES:-atari}" GROUP_SIZE="${GROUP_SIZE:-1}" SB3_REFERENCE=0
@@ -108,17 +109,18 @@ published_studies() {
 }
 
 # Publishing commits the runs it copied. A grid with a results page written from its published records (RESULTS_PAGE:
-# scripts/<name>_results.py writes docs/<name>-results.md) writes it again first, and the page goes into the same
-# commit (tests/pipeline/test_rlhf_published.py and test_atari_results.py check the committed page against the
-# records: a stop between two commits would leave them apart)
+# scripts/<name>_results.py writes docs/<name>-results.md, and for some a block of README.md) writes it again first,
+# and the page goes into the same commit (tests/pipeline/test_rlhf_published.py, test_atari_results.py and
+# test_seeds_results.py check the committed files against the records: a stop between two commits would leave them
+# apart)
 publish_and_commit() {
   # One publish at a time across the grids (flock): each copies runs into published/ and commits all of it, so the
   # Atari watch once committed RLHF runs the RLHF watch had copied but not yet committed with their page
   ( flock 9
     # The publishing code runs from this repository's work tree: never half-edited (the watch runs for hours
     # beside a session's editing). Uncommitted changes to what publish reads postpone it to the next round.
-    if ! git -C "$REPO" diff --quiet HEAD -- ppo analysis scripts reference experiments; then
-      echo "paper_grid: publish postponed: uncommitted changes to the code it runs (git diff HEAD -- ppo analysis scripts reference experiments)"
+    if ! git -C "$REPO" diff --quiet HEAD -- ppo analysis scripts reference experiments workflow/scripts README.md; then
+      echo "paper_grid: publish postponed: uncommitted changes to the code it runs or the README it writes (git diff HEAD -- ppo analysis scripts reference experiments workflow/scripts README.md)"
       exit 0
     fi
     if [ -z "${RESULTS_PAGE:-}" ]; then
@@ -127,9 +129,9 @@ publish_and_commit() {
     fi
     local page="docs/${RESULTS_PAGE}-results.md"
     cd "$REPO" && .venv/bin/python -m ppo.pipeline.publish "$@" && .venv/bin/python "scripts/${RESULTS_PAGE}_results.py" \
-      && git add -A published "$page" \
-      && { git diff --cached --quiet -- published "$page" \
-           || git commit -q -m "published: ${RESULTS_PAGE} runs, and $page written again from them" -- published "$page"; }
+      && git add -A published "$page" README.md \
+      && { git diff --cached --quiet -- published "$page" README.md \
+           || git commit -q -m "published: ${RESULTS_PAGE} runs, and $page written again from them" -- published "$page" README.md; }
   ) 9> "$REPO/.git/paper_grid.publish.lock"
 }
 

@@ -4,7 +4,8 @@ import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-GUARDED = ["ppo", "analysis", "scripts", "reference", "experiments"]  # what publish and the results pages read
+# what publish and the results pages read, and README.md, whose seeds summary the ten-seed grid writes
+GUARDED = ["ppo", "analysis", "scripts", "reference", "experiments", "workflow/scripts", "README.md"]
 
 
 def git(repo, *args):
@@ -42,6 +43,12 @@ def test_uncommitted_code_postpones_the_publish(tmp_path):
     assert edited.stdout.startswith("paper_grid: publish postponed: uncommitted changes to the code it runs")
     assert git(repo, "rev-parse", "HEAD") == head  # nothing committed
 
+    git(repo, "checkout", "-q", "HEAD", "--", "ppo")
+    with (repo / "README.md").open("a") as f:
+        f.write("being edited\n")  # a publish would commit it with the seeds summary
+    assert publish(repo, tmp_path).stdout.startswith("paper_grid: publish postponed")
+    assert git(repo, "rev-parse", "HEAD") == head
+
 
 def test_a_watch_publishes_once_more_after_its_grid_has_stopped(tmp_path):
     """Runs that finish after the watch's last round would wait for someone to publish them: a watch whose grid
@@ -52,7 +59,8 @@ def test_a_watch_publishes_once_more_after_its_grid_has_stopped(tmp_path):
     watched = publish(repo, tmp_path, "watch", "0")
     assert watched.returncode == 0, watched.stderr
     assert watched.stdout.splitlines() == ["paper_grid: publish postponed: uncommitted changes to the code it runs "
-                                           "(git diff HEAD -- ppo analysis scripts reference experiments)"]
+                                           "or the README it writes (git diff HEAD -- ppo analysis scripts reference experiments "
+                                           "workflow/scripts README.md)"]
 
 
 def _watch_while_a_grid_runs(repo, tmp_path, carry_every):

@@ -1,0 +1,64 @@
+"""docs/seeds-results.md and README.md's seeds summary are written from the published Table 1 and Figure 3 records by the
+first page's code (scripts/seeds_results.py), never by hand: the committed files are what the script writes from
+published/ now, and a first page without what the page takes writes nothing."""
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("seeds_results", ROOT / "scripts" / "seeds_results.py")
+seeds_results = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(seeds_results)
+
+
+@pytest.fixture(scope="module")
+def built():
+    return seeds_results.build(ROOT / "published")  # the first page of published/: about 15 s
+
+
+def test_the_committed_page_and_readme_summary_are_written_from_the_published_records(built):
+    """scripts/paper_grid.sh (SEEDS set) writes both again in the commit of every publish."""
+    page, block = built
+    assert (ROOT / "docs" / "seeds-results.md").read_text(encoding="utf-8") == page, (
+        "docs/seeds-results.md differs from the published records: run python scripts/seeds_results.py")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert readme.count(seeds_results.README_BEGIN) == 1
+    committed = readme.split(seeds_results.README_BEGIN + "\n")[1].split(seeds_results.README_END)[0]
+    assert committed == block, (
+        "README.md's seeds summary differs from the published records: run python scripts/seeds_results.py")
+
+
+def test_the_summary_holds_table1_beside_its_three_seeds_and_the_paper(built):
+    page, block = built
+    header = next(line for line in block.splitlines() if line.startswith("| setting |"))
+    assert "ours, seeds 0–2" in header and "| paper |" in header
+    assert len([line for line in block.splitlines() if line.startswith("| ") and "|---" not in line]) == 1 + 11
+    for start in seeds_results.FINDINGS:
+        assert sum(line.startswith(start) for line in block.splitlines()) == 1, start
+    for heading in seeds_results.SECTIONS:
+        assert sum(line.startswith(heading) for line in page.splitlines()) == 1, heading
+
+
+def test_a_first_page_without_a_section_writes_nothing(tmp_path, monkeypatch):
+    page = "\n".join([*(f"{start}**: x" for start in seeds_results.FINDINGS), "", *seeds_results.SECTIONS[:2], ""])
+    monkeypatch.setattr(seeds_results, "first_page", lambda published: page)
+    readme, out = tmp_path / "README.md", tmp_path / "page.md"
+    kept = f"before\n{seeds_results.README_BEGIN}\nold\n{seeds_results.README_END}\nafter\n"
+    readme.write_text(kept, encoding="utf-8")
+    with pytest.raises(SystemExit, match="no section '## How many seeds"):
+        seeds_results.main(["--published", str(tmp_path), "--out", str(out), "--readme", str(readme)])
+    assert readme.read_text(encoding="utf-8") == kept and not out.exists()
+    # with every section: the block between the markers replaced, the rest of the README kept
+    full = page + "## How many seeds each conclusion needs (x)\n\n| a |\n|---|\n| 1 |\n"
+    full = full.replace(seeds_results.SECTIONS[0], seeds_results.SECTIONS[0] + "\n\n| t |\n|---|\n| 2 |\n")
+    monkeypatch.setattr(seeds_results, "first_page", lambda published: full)
+    assert seeds_results.main(["--published", str(tmp_path), "--out", str(out), "--readme", str(readme)]) == 0
+    text = readme.read_text(encoding="utf-8")
+    assert text.startswith(f"before\n{seeds_results.README_BEGIN}\n- **Table 1**: x\n") and text.endswith(
+        f"| t |\n|---|\n| 2 |\n\nFigure 3, the notes and how many seeds each conclusion needs: "
+        f"[docs/seeds-results.md](docs/seeds-results.md).\n{seeds_results.README_END}\nafter\n")
+    readme.write_text("no markers\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match="no lines"):
+        seeds_results.main(["--published", str(tmp_path), "--out", str(out), "--readme", str(readme)])
+    assert readme.read_text(encoding="utf-8") == "no markers\n"
