@@ -127,11 +127,22 @@ publish_and_commit() {
       cd "$REPO" && .venv/bin/python -m ppo.pipeline.publish "$@" --commit
       exit
     fi
-    local page="docs/${RESULTS_PAGE}-results.md"
-    cd "$REPO" && .venv/bin/python -m ppo.pipeline.publish "$@" && .venv/bin/python "scripts/${RESULTS_PAGE}_results.py" \
-      && git add -A published "$page" README.md \
-      && { git diff --cached --quiet -- published "$page" README.md \
-           || git commit -q -m "published: ${RESULTS_PAGE} runs, and $page written again from them" -- published "$page" README.md; }
+    local page="docs/${RESULTS_PAGE}-results.md" written="written again from them" file
+    cd "$REPO" && .venv/bin/python -m ppo.pipeline.publish "$@" || exit
+    # A page that cannot be written never holds back the runs: they are committed as they finish, the page and README
+    # as they were (its test fails until the page is written again)
+    if ! .venv/bin/python "scripts/${RESULTS_PAGE}_results.py"; then
+      written="NOT written again: scripts/${RESULTS_PAGE}_results.py failed"
+      echo "paper_grid: $page $written; the runs are committed without it" >&2
+      for file in "$page" README.md; do
+        if git cat-file -e "HEAD:$file" 2> /dev/null; then git checkout -q HEAD -- "$file"; else rm -f "$file"; fi
+      done
+    fi
+    local paths=(published README.md)  # the page too, unless a first one failed: git refuses a path it cannot match
+    if [ -e "$page" ] || git cat-file -e "HEAD:$page" 2> /dev/null; then paths+=("$page"); fi
+    git add -A -- "${paths[@]}" \
+      && { git diff --cached --quiet -- "${paths[@]}" \
+           || git commit -q -m "published: ${RESULTS_PAGE} runs, and $page $written" -- "${paths[@]}"; }
   ) 9> "$REPO/.git/paper_grid.publish.lock"
 }
 

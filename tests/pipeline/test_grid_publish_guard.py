@@ -1,6 +1,8 @@
 """scripts/paper_grid.sh publishes with the code of this repository's last commit only: a watch runs for hours
 beside a session's editing, and a half-edited module must not publish (or commit) anything."""
 import subprocess
+
+import pytest
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,3 +105,46 @@ def test_a_watch_carries_every_carry_every_minutes_while_its_grid_runs(tmp_path)
                                   "CARRY_EVERY": "1.5"}, timeout=60)
     assert refused.returncode == 1 and refused.stdout == ""
     assert refused.stderr.strip() == "paper_grid: CARRY_EVERY is a whole number of minutes, not 1.5"
+
+
+STUB_PYTHON = """#!/bin/bash
+# stands in for .venv/bin/python: the publish copies one run; the page script does what $PAGE_SCRIPT says
+case "$*" in
+  *ppo.pipeline.publish*) mkdir -p published/table1 && echo run > published/table1/new_run && echo "published 1 runs" ;;
+  *seeds_results.py*) echo "half-written block" >> README.md
+                      if [ "$PAGE_SCRIPT" = fails ]; then exit 1; fi
+                      echo page > docs/seeds-results.md ;;
+  *) exit 2 ;;
+esac
+"""
+
+
+@pytest.mark.parametrize("page_script", ["writes", "fails"])
+def test_a_page_that_cannot_be_written_never_holds_back_the_runs(tmp_path, page_script):
+    """The ten-seed grid's publish writes docs/seeds-results.md and README's summary with the runs (RESULTS_PAGE): when
+    that script fails, the runs are still committed, with the page and README as they were and a commit message and a
+    line saying so (tests/pipeline/test_seeds_results.py then fails until the page is written again)."""
+    repo = clone(tmp_path)
+    venv = repo / ".venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python").write_text(STUB_PYTHON)
+    (venv / "python").chmod(0o755)
+    git(repo, "checkout", "-q", "HEAD", "--", "docs/seeds-results.md")
+    readme, page = (repo / "README.md").read_text(), (repo / "docs" / "seeds-results.md").read_text()
+    done = subprocess.run(["bash", "scripts/paper_grid.sh", "publish"], cwd=repo, capture_output=True, text=True,
+                          env={"PATH": "/usr/bin:/bin", "STUDIES": "table1", "SEEDS": "10", "GRID": str(tmp_path / "grid"),
+                               "PAGE_SCRIPT": page_script, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+                               "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}, timeout=60)
+    assert done.returncode == 0, done.stderr
+    committed = git(repo, "show", "--name-only", "--format=", "HEAD").split()
+    assert "published/table1/new_run" in committed
+    assert git(repo, "status", "--porcelain", "--", "published", "README.md", "docs/seeds-results.md") == ""
+    message = git(repo, "log", "-1", "--format=%s")
+    if page_script == "writes":
+        assert "README.md" in committed and "docs/seeds-results.md" in committed
+        assert message == "published: seeds runs, and docs/seeds-results.md written again from them\n"
+    else:
+        assert "README.md" not in committed and "docs/seeds-results.md" not in committed
+        assert (repo / "README.md").read_text() == readme and (repo / "docs" / "seeds-results.md").read_text() == page
+        assert "NOT written again: scripts/seeds_results.py failed" in message
+        assert "the runs are committed without it" in done.stderr
