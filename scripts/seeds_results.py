@@ -80,7 +80,9 @@ def pick(page: str) -> tuple[list[str], list[str]]:
 def table_of(section: str) -> str:
     """A section's first markdown table."""
     lines = section.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    start = next((i for i, line in enumerate(lines) if line.startswith("|")), None)
+    if start is None:
+        raise SystemExit(f"the first page's section {lines[0]!r} has no table: nothing written")
     end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
     return "\n".join(lines[start:end])
 
