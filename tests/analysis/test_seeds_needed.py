@@ -6,8 +6,10 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from analysis.seeds import first_seeds
 from analysis.seeds_needed import (NEEDED_COLUMNS, Finding, figure3_findings, ladder_gap, needed_markdown,
-                                   seed_ladder, seeds_needed, settled_text, settles_from, table1_needed, write_needed)
+                                   seed_ladder, seeds_needed, settled_text, settles_from, table1_findings,
+                                   table1_needed, write_needed)
 
 LABELS = {"clip_0.2": "Clipping, ε = 0.2", "kl_fixed_1": "Fixed KL, β = 1", "no_clip": "No clipping or penalty",
           "a2c": "A2C", "trpo": "TRPO"}
@@ -130,3 +132,16 @@ def test_figure3_findings_per_baseline_per_task_and_over_the_tasks():
     assert found["PPO against the best other algorithm, per task"].text == "below the best on T2; not distinguishable on 1"
     claim = found["the paper's claim (PPO best on almost every task)"]
     assert (claim.answer, claim.evidence) == ("partly reproduced", "PPO's mean best on 0 of 2")
+
+
+def test_table1_findings_name_the_distinguishable_pairs_by_the_higher_setting():
+    """Seeds 0–2 of table1_runs: ε = 0.2 (about 10) above both others and no clipping (about 6) above β = 1 (about 5),
+    each by ten times its spread over seeds or more: all three pairs, each higher setting with those below it, in the
+    ranking's order. The answer compared from one seed count to the next stays the flat list."""
+    found = {f.question: f for f in table1_findings(first_seeds(table1_runs(), 3), RANDOM, PAPER, n_resamples=500)}
+    pairs = found["pairs of settings distinguishable from each other"]
+    assert pairs.text == "3 of 3"
+    assert pairs.evidence == ("ε = 0.2 > No clipping or penalty, β = 1; No clipping or penalty > β = 1 "
+                              "(each pair at 95% on its own)")
+    assert sorted(pairs.answer.split("; ")) == ["No clipping or penalty > β = 1", "ε = 0.2 > No clipping or penalty",
+                                                "ε = 0.2 > β = 1"]
