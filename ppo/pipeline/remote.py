@@ -33,17 +33,19 @@ from .study import load_study, plan_groups
 
 
 def plan(studies: list[str], scale: str, group_size: int, only: list[str], results: Path,
-         seeds: int | None = None) -> list[str]:
+         seeds: int | None = None, studies_in_order: bool = False) -> list[str]:
     """One line per pending training group: its study, its job's name and its plan (ppo.pipeline.plan, JSON on one
-    line), tab-separated. ``seeds``: the pipeline config's seeds (the ten-seed grid's ``seeds=10``)."""
+    line), tab-separated. ``seeds``: the pipeline config's seeds (the ten-seed grid's ``seeds=10``);
+    ``studies_in_order``: the pipeline config's (the grids set it: a study's groups before the next one's)."""
     loaded = [load_study(name, scale, seeds) for name in studies]
     speeds = yaml.safe_load((PROJECT_ROOT / "config" / "config.yaml").read_text())["sim_steps_per_second"]
     groups = [(s, g) for s, g in plan_groups(loaded, group_size, results, PROJECT_ROOT / "published")
               if not only or s.name in only]
-    # the pipeline's order for new groups: a seed at a time, the longest first within a seed (the simulator's speed sets
-    # a group's length)
+    # the pipeline's order for new groups (workflow/rules/common.smk train_priority): a study at a time when asked, a
+    # seed at a time, the longest first within a seed (the simulator's speed sets a group's length)
     groups.sort(key=lambda sg: -new_group_priority(len(sg[1].runs) * sg[0].total_steps / speeds.get(sg[1].task, 1),
-                                                   sg[1].first_seed))
+                                                   sg[1].first_seed,
+                                                   studies.index(sg[0].name) if studies_in_order else 0))
     lines = []
     for study, group in groups:
         job_plan = json.dumps(make_plan(results, study, list(group.runs)), sort_keys=True, default=str)
@@ -98,6 +100,8 @@ def main(argv=None) -> int:
     pl.add_argument("--only", nargs="*", default=[], help="list only these studies' groups")
     pl.add_argument("--results", type=Path, default=Path("results"))
     pl.add_argument("--seeds", type=int, help="the pipeline config's seeds (default: the scale's)")
+    pl.add_argument("--studies-in-order", action="store_true",
+                    help="a study's groups before the next one's, as the grids train them (config studies_in_order)")
     rn = sub.add_parser("run", help="train the groups of a plan")
     rn.add_argument("jobs", type=Path)
     rn.add_argument("--workers", type=int, default=os.cpu_count())
@@ -106,7 +110,8 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     try:
         if args.command == "plan":
-            print("\n".join(plan(args.studies, args.scale, args.group_size, args.only, args.results, args.seeds)))
+            print("\n".join(plan(args.studies, args.scale, args.group_size, args.only, args.results, args.seeds,
+                                  args.studies_in_order)))
             return 0
         return run(args.jobs, args.workers, args.until, args.log_dir)
     except ConfigError as err:

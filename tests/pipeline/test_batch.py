@@ -45,6 +45,19 @@ def test_plan_takes_the_pipelines_seeds(tmp_path):
     assert first_seeds == sorted(first_seeds) and len(set(first_seeds)) >= 4, first_seeds
 
 
+def test_plan_lists_a_studys_groups_before_the_next_ones_when_asked(tmp_path):
+    """--studies-in-order, as the grids train (config studies_in_order): Table 1's groups of every seed, then Figure
+    3's; without it Figure 3's groups, which hold all their seeds, sit in the first seed's wave between Table 1's."""
+    def studies(in_order):
+        lines = plan(["table1", "figure3"], "smoke", 11, [], tmp_path / "results", seeds=5, studies_in_order=in_order)
+        return [line.split("\t")[0] for line in lines]
+
+    ordered = studies(True)
+    assert ordered == ["table1"] * 10 + ["figure3"] * 10  # 2 smoke tasks x 5 seeds; 2 tasks x 5 baselines
+    mixed = studies(False)
+    assert sorted(mixed) == sorted(ordered) and mixed != ordered
+
+
 def test_run_trains_a_group_to_its_records(tmp_path, capsys):
     lines = [line for line in plan(["table1"], "smoke", 3, [], tmp_path / "results")
              if "/InvertedPendulum-v5/clip_0.1/" in line]
