@@ -1,6 +1,8 @@
 #!/usr/bin/env python
 """How often a nominal 95% interval of Table 1's mean over tasks holds the true mean, by seeds per cell: the
-simulation behind analysis.stats.BOOTSTRAP_FROM.
+simulation behind analysis.stats.BOOTSTRAP_FROM; with --rho, how often the interval of Spearman's ρ between Table 1
+and the paper holds the true ρ, and how the permutation test of ρ decides: the simulation behind
+analysis.table1.RHO_SPREAD.
 
 Each draw gives every task of a setting ``n`` seeds around the setting's published per-task mean with its published
 per-task standard deviation (seeds 0-2 of published/table1/paper, normalised as Table 1), shaped normal, skewed
@@ -11,6 +13,17 @@ stratified over tasks (analysis.stats.stratified_t_interval) and the studentized
 studentized interval's width over the t interval's in the median draw and at the 90th percentile of draws.
 
     .venv/bin/python scripts/interval_coverage.py --draws 500 --seeds 3 4 5 10
+
+With --rho the truth is every published seed of Table 1 (raw scores, each (setting, task) cell's mean and standard
+deviation); each draw gives every cell ``n`` seeds in a shape as above and computes ρ as the reports do
+(analysis.table1.resampled_table1: the best setting per task chosen again in every resample) with three intervals
+from the same resamples: the percentile interval, the basic (reverse percentile) interval and the bias-corrected
+percentile interval (Efron's BC). The true ρ is that of the cells' means. Prints each interval's coverage, its median
+width, how often its lower end lies above 0, how often the permutation test of analysis.table1.agreement_p finds
+agreement (p < 0.05), and the mean of ρ − the true ρ; twice: against the paper's values, and against ten shuffles of
+them over the settings whose true ρ is nearest 0 (how often "agreement" is found where there is none).
+
+    .venv/bin/python scripts/interval_coverage.py --rho --draws 500 --seeds 3 5 10
 """
 from __future__ import annotations
 
@@ -19,11 +32,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import scipy.stats
 
 from analysis.io import load_random, load_study
 from analysis.scores import final_scores
 from analysis.stats import stratified_bootstrap_ci, stratified_bootstrap_t, stratified_t_interval
-from analysis.table1 import normalize_scores
+from analysis.table1 import (agreement_p, load_published_table1, normalize_scores, paper_rows, resampled_table1,
+                             spearman, table1)
 
 ROOT = Path(__file__).resolve().parents[1]
 SHAPES = ("normal", "skewed", "bimodal")
@@ -60,13 +75,100 @@ def coverage(means: np.ndarray, sds: np.ndarray, n: int, shape: str, draws: int,
     return (*(float(h) for h in held / draws), float(np.median(ratios)), float(np.quantile(ratios, 0.9)))
 
 
+def rho_intervals(rho: np.ndarray, confidence: float = 0.95) -> dict[str, tuple[float, float]]:
+    """The percentile, basic and BC intervals of ρ from ``rho`` (row 0 the data's ρ, the rest its resamples)."""
+    point, resamples = rho[0], rho[1:]
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(resamples, [alpha, 1 - alpha])
+    # BC: the data's ρ sits at quantile p0 of its resamples; shift both ends by twice its normal score
+    p0 = float(np.clip((resamples < point).mean() + 0.5 * (resamples == point).mean(), 0.5 / resamples.size,
+                       1 - 0.5 / resamples.size))
+    z0, z = scipy.stats.norm.ppf(p0), scipy.stats.norm.ppf(1 - alpha)
+    bc = np.quantile(resamples, scipy.stats.norm.cdf([2 * z0 - z, 2 * z0 + z]))
+    return {"percentile": (float(low), float(high)),
+            "basic": (float(max(-1.0, 2 * point - high)), float(min(1.0, 2 * point - low))),
+            "BC": (float(bc[0]), float(bc[1]))}
+
+
+def simulated_scores(means: pd.DataFrame, sds: pd.DataFrame, n: int, shape: str,
+                     rng: np.random.Generator) -> pd.DataFrame:
+    """One simulated Table 1 of raw scores: ``n`` seeds of every (variant, task) cell of ``means``/``sds``."""
+    variants, tasks = list(means.index), list(means.columns)
+    noise = standard_draws(rng, shape, (len(variants), len(tasks) * n)).reshape(len(variants), len(tasks), n)
+    values = means.to_numpy(float)[:, :, None] + sds.to_numpy(float)[:, :, None] * noise
+    return pd.DataFrame({"variant": np.repeat(variants, len(tasks) * n),
+                         "task": np.tile(np.repeat(tasks, n), len(variants)),
+                         "seed": np.tile(np.arange(n), len(variants) * len(tasks)), "score": values.ravel()})
+
+
+def rho_coverage(means: pd.DataFrame, sds: pd.DataFrame, random: pd.Series, worlds: list[np.ndarray], n: int,
+                 shape: str, draws: int, resamples: int, permutations: int, rng: np.random.Generator) -> dict:
+    """Over ``draws`` simulated Table 1s of ``n`` seeds per cell (``means``/``sds``: [variant, task] of raw scores),
+    draw k against the paper's values ``worlds[k % len(worlds)]``: how often each interval of :func:`rho_intervals`
+    holds that world's true ρ (the ρ of the cells' means), its median width, how often its lower end lies above 0,
+    and how often the permutation test (analysis.table1.agreement_p) finds agreement at p < 0.05."""
+    cells = pd.DataFrame([{"variant": v, "task": t, "seed": 0, "score": means.loc[v, t]}
+                          for v in means.index for t in means.columns])
+    true_table = resampled_table1(cells, random, 0)[1][0]
+    truths = [float(spearman(true_table, paper)) for paper in worlds]
+    methods = ("percentile", "basic", "BC")
+    held, widths, above = ({m: [] for m in methods} for _ in range(3))
+    points, agreed = [], []
+    for k in range(draws):
+        paper, truth = worlds[k % len(worlds)], truths[k % len(worlds)]
+        table = resampled_table1(simulated_scores(means, sds, n, shape, rng), random, resamples, seed=k)[1]
+        rho = spearman(table, paper[None])
+        points.append(rho[0] - truth)
+        agreed.append(agreement_p(table[0], paper, permutations, seed=k) < 0.05)
+        for method, (low, high) in rho_intervals(rho).items():
+            held[method].append(low <= truth <= high)
+            widths[method].append(high - low)
+            above[method].append(low > 0)
+    row = {"seeds": n, "shape": shape, "true rho": float(np.mean(truths)), "rho - true": float(np.mean(points))}
+    for method in methods:
+        row |= {f"{method}": float(np.mean(held[method])), f"{method} width": float(np.median(widths[method])),
+                f"{method} above 0": float(np.mean(above[method]))}
+    return row | {"permutation p < 0.05": float(np.mean(agreed))}
+
+
+def rho_main(args) -> int:
+    """The --rho simulation: the truth is every published seed of Table 1; the worlds are the paper's values and
+    ten shuffles of them whose true ρ is nearest 0."""
+    episodes, _, manifests = load_study(ROOT / "published/table1/paper/runs")
+    scores = final_scores(episodes)
+    random = load_random(sorted((ROOT / "published/random").glob("*-v5.parquet")))
+    t1 = table1(scores, random, paper_rows(manifests), load_published_table1(ROOT / "reference/ppo2017_table1.csv"),
+                n_resamples=200)
+    cells = scores.groupby(["variant", "task"])["score"]
+    means, sds = cells.mean().unstack(), cells.std().unstack()
+    paper = t1.set_index("variant")["published"].reindex(means.index).to_numpy(float)
+    if np.isnan(paper).any():
+        raise SystemExit("every Table 1 setting needs the paper's value for the --rho simulation")
+    rng = np.random.default_rng(0)
+    true_table = t1.set_index("variant")["ours"].reindex(means.index).to_numpy(float)
+    shuffles = sorted((rng.permutation(paper) for _ in range(2000)), key=lambda v: abs(float(spearman(true_table, v))))
+    rows = []
+    for against, worlds in (("paper", [paper]), ("shuffled, true ρ near 0", shuffles[:10])):
+        for n in args.seeds:
+            for shape in SHAPES:
+                rows.append({"against": against} | rho_coverage(means, sds, random, worlds, n, shape, args.draws,
+                                                                args.resamples, args.permutations, rng))
+                print(rows[-1], flush=True)
+    print(pd.DataFrame(rows).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--draws", type=int, default=500)
     parser.add_argument("--resamples", type=int, default=2000)
     parser.add_argument("--seeds", type=int, nargs="+", default=[3, 4, 5, 10])
     parser.add_argument("--variants", nargs="+", default=["clip_0.1", "no_clip", "kl_fixed_0.3"])
+    parser.add_argument("--rho", action="store_true", help="the coverage of Spearman's ρ's interval instead")
+    parser.add_argument("--permutations", type=int, default=10_000, help="--rho: the permutation test's draws")
     args = parser.parse_args(argv)
+    if args.rho:
+        return rho_main(args)
     scores = final_scores(load_study(ROOT / "published/table1/paper/runs")[0])
     scores = scores[scores["seed"] < 3]
     random = load_random(sorted((ROOT / "published/random").glob("*-v5.parquet")))

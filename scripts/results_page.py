@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 from analysis.report_tables import NOTES_HEADING
+from analysis.table1 import p_text
 from ppo.pipeline.publish import STUDIES
 from ppo.pipeline.study import load_study
 
@@ -91,12 +92,13 @@ def rank_agreement_lines(path: Path) -> list[str]:
         return [f"- Not defined: {data['n']} setting(s) with a value in the paper's Table 1 (3 or more needed)."]
     checks = data.get("checks")
     lines = [f"- Spearman ρ between our normalised scores and the paper's, over {data['n']} settings: "
-             f"{data['rho']:.2f} (p = {data['p']:.3f})."]
+             f"{data['rho']:.2f} (one-sided permutation test: p {p_text(data['p'])})."]
     if checks:
         low, high = checks["rho_ci"]
         lines += [
             f"- With the seeds resampled ({checks['n_resamples']:,} times; the best setting per task and the "
-            f"normalisation recomputed each time): ρ = {checks['rho']:.2f}, 95% interval {low:.2f} to {high:.2f}.",
+            f"normalisation recomputed each time): ρ = {checks['rho']:.2f}, {low:.2f} to {high:.2f} over the "
+            "resamples (their 2.5th to 97.5th percentiles: not a 95% interval, as ρ from few seeds is biased low).",
             f"- No clipping or penalty ranks {checks['no_clip_rank']} of {data['n']}"
             f" (last in {checks['no_clip_last_fraction']:.0%} of the resamples).",
             f"- Best setting: {checks['best_variant']} (95% t interval of its score {checks['best_ci'][0]:.2f} to "

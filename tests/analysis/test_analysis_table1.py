@@ -19,8 +19,10 @@ a − b (b is best): T1 1 − 1/3, T2 0.3 − 1: (2/3 − 0.7) / 2 = −1/60; v:
 
 from __future__ import annotations
 
+import itertools
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 import scipy.stats
@@ -32,6 +34,7 @@ from analysis.table1 import (
     paper_rows,
     per_task_table,
     paper_checks,
+    spearman,
     rank_agreement,
     table1,
 )
@@ -148,12 +151,15 @@ def test_rank_agreement_spearman_by_hand():
         }
     )
     # Ascending ranks: ours 4,3,2,1; published 4,1,3,2; d = 0,2,-1,-1; sum d^2 = 6.
-    # rho = 1 - 6*6 / (4*(16-1)) = 0.4; p from t = rho*sqrt(2/(1-rho^2)) with 2 dof.
+    # rho = 1 - 6*6 / (4*(16-1)) = 0.4. p: of the 24 orders of 4 ranks, those with rho >= 0.4 (sum d^2 <= 6):
+    # 1 with sum 0, 3 adjacent swaps with 2, 1 double swap (2,1,4,3) with 4, 4 rotations of three neighbours with 6
+    # (2,3,1,4; 3,1,2,4; 1,3,4,2; 1,4,2,3) -> 9 of 24, exact (scipy enumerates all 24).
     result = rank_agreement(t)
     assert result["n"] == 4 and result["variants"] == ["w", "x", "y", "z"]
     assert result["rho"] == pytest.approx(0.4)
-    t_stat = 0.4 * math.sqrt(2 / (1 - 0.16))
-    assert result["p"] == pytest.approx(2 * scipy.stats.t.sf(t_stat, 2))
+    assert result["p"] == pytest.approx(9 / 24)
+    orders = [np.array(order) for order in itertools.permutations(range(4))]
+    assert sum(1 - 6 * ((order - np.arange(4)) ** 2).sum() / 60 >= 0.4 - 1e-12 for order in orders) == 9
 
 
 def test_normalisation_errors(scores):
@@ -183,6 +189,19 @@ def test_real_published_table_reads_empty_param():
 def _cells(values: dict) -> pd.DataFrame:
     return pd.DataFrame([{"variant": v, "task": t, "seed": k, "score": s}
                          for (v, t), seeds in values.items() for k, s in enumerate(seeds)])
+
+
+def test_spearman_by_hand_and_as_scipy():
+    # Reference 1 < 2 = 2 < 4 ranks 1, 2.5, 2.5, 4; the row 3, 1, 2, 4 ranks 3, 1, 2, 4. Centred: (-1.5, 0, 0, 1.5)
+    # and (0.5, -1.5, -0.5, 1.5): products -0.75 + 0 + 0 + 2.25 = 1.5; sums of squares 4.5 and 5 -> 1.5 / sqrt(22.5).
+    reference = np.array([1.0, 2.0, 2.0, 4.0])
+    rows = np.array([[3.0, 1.0, 2.0, 4.0], [1.0, 2.0, 3.0, 4.0], [4.0, 3.0, 2.0, 1.0]])
+    rho = spearman(rows, reference[None])
+    assert rho[0] == pytest.approx(1.5 / np.sqrt(22.5), abs=1e-15)
+    assert rho[2] == pytest.approx(-rho[1], abs=1e-15)
+    random_rows = np.random.default_rng(0).random((200, 11))
+    expected = [scipy.stats.spearmanr(row, random_rows[0]).statistic for row in random_rows]
+    np.testing.assert_allclose(spearman(random_rows, random_rows[:1]), expected, rtol=0, atol=1e-14)
 
 
 def test_paper_checks_by_hand_without_seed_noise():

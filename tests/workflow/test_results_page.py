@@ -53,7 +53,8 @@ def test_the_page_holds_every_output_once_with_notes_deduplicated(tmp_path):
     text = page.read_text()
     assert "Runs: completed (231 runs); report built at commit 0123456789ab on 2026-11-24 16:25:15 UTC." in text
     assert "| Hopper-v5 | 1 |" in text and "| Swimmer-v4 | v4 |" in text and "not shown" not in text
-    assert "ρ = 0.70, 95% interval 0.40 to 0.90" in text and "clip_0.3 2 (paper 7)" in text
+    assert "ρ = 0.70, 0.40 to 0.90 over the resamples (their 2.5th to 97.5th percentiles: not a 95% interval" in text
+    assert "clip_0.3 2 (paper 7)" in text
     assert "below that interval" in text and "last in 100% of the resamples" in text
     # Each study's shared note once, each table's own note with it; every table's rows kept.
     assert text.count("- Budget: 1M steps.") == len(results_page.STUDIES)

@@ -37,8 +37,9 @@ from analysis.scores import final_scores
 from analysis.seeds import PAPER_SEEDS, first_seeds, seed_counts, seed_span
 from analysis.seeds_needed import SEEDS_NEEDED_RULE, figure3_needed, needed_markdown, table1_needed
 from analysis.stats import BOOTSTRAP_T_METHOD, T_METHOD, interval_side, same_runs
-from analysis.table1 import (BEST, NOT_DISTINGUISHABLE, TIE_MARGIN, clearly_below, load_published_table1,
-                             normalize_scores, paper_checks, paper_rows, rank_agreement, table1)
+from analysis.table1 import (AGREEMENT_LEVEL, BEST, NOT_DISTINGUISHABLE, RHO_PERMUTATIONS, RHO_SPREAD, TIE_MARGIN,
+                             clearly_below, load_published_table1, normalize_scores, p_text, paper_checks, paper_rows,
+                             rank_agreement, table1)
 from ppo.envs.family import task_name
 from ppo.pipeline.publish import CHECKS
 from ppo.pipeline.publish import STUDIES as PUBLISHED_STUDIES
@@ -366,14 +367,16 @@ def paper_table1(published: Path, random_scores: pd.Series | None, n_resamples: 
     low, high = checks["rho_ci"]
     n_settings = agreement["n"]
     anchor_side = checks["anchor_vs_best"]
-    found = {"ranks": low > 0, "no_clip": checks["no_clip_last"], "anchor": anchor_side == BEST}
+    found = {"ranks": checks["rho_p"] < AGREEMENT_LEVEL, "no_clip": checks["no_clip_last"],
+             "anchor": anchor_side == BEST}
     best = checks["best_variant"]
     gap = checks["anchor_minus_best"]
     evidence = [
-        f"ranking beside the paper's: Spearman ρ = {checks['rho']:.2f} over {n_settings} settings, 95% interval over "
-        f"seeds {low:.2f} to {high:.2f} ({'above' if low > 0 else 'not above'} 0)"
-        + (f"; {seed_span(PAPER_SEEDS)} alone: ρ = {checks3['rho']:.2f}, {checks3['rho_ci'][0]:.2f} to "
-           f"{checks3['rho_ci'][1]:.2f}" if more else ""),
+        f"ranking beside the paper's: Spearman ρ = {checks['rho']:.2f} over {n_settings} settings, "
+        f"{'above' if found['ranks'] else 'not above'} 0 beyond chance (permutation test, p {p_text(checks['rho_p'])}), "
+        f"{low:.2f} to {high:.2f} over resampled seeds"
+        + (f"; {seed_span(PAPER_SEEDS)} alone: ρ = {checks3['rho']:.2f}, p {p_text(checks3['rho_p'])}, "
+           f"{checks3['rho_ci'][0]:.2f} to {checks3['rho_ci'][1]:.2f}" if more else ""),
         ("no clipping or penalty last, as in the paper" if found["no_clip"] else
          f"no clipping or penalty ranks {checks['no_clip_rank']} of {n_settings}, the paper's last"),
         f"the paper's best, {label[study.anchor]}, " + (
@@ -395,8 +398,10 @@ def paper_table1(published: Path, random_scores: pd.Series | None, n_resamples: 
                "(coverage near 75%); once more seeds are published the table sets its 3-seed view beside them and, "
                "from 5 seeds in every cell, takes the studentized bootstrap. ")
             + "Paper: its Table 1 (reference/ppo2017_table1.csv; its tasks were gym's v1). Spearman's ρ between the "
-            f"two columns {agreement['rho']:.2f} (p = {agreement['p']:.3f}); its interval resamples each (setting, "
-            f"task)'s seeds {checks['n_resamples']:,} times, re-picking every task's best setting. "
+            f"two columns {agreement['rho']:.2f}, p {p_text(agreement['p'])} by a one-sided permutation test "
+            f"({RHO_PERMUTATIONS:,} random reassignments of the paper's values to the settings, "
+            f"analysis.table1.agreement_p); its range over seeds resamples each (setting, task)'s seeds "
+            f"{checks['n_resamples']:,} times, re-picking every task's best setting: {RHO_SPREAD}. "
             + VERDICT_RULES["table1"])
     return verdict, note, table
 
@@ -409,7 +414,8 @@ def _verdict(held: float, of: int) -> str:
 
 
 VERDICT_RULES = {
-    "table1": ("Verdict rule: the paper's three findings, the ranking (holds when ρ's interval lies above 0), no "
+    "table1": ("Verdict rule: the paper's three findings, the ranking (holds when ρ is above 0 beyond chance: "
+               f"one-sided permutation test, p < {AGREEMENT_LEVEL}), no "
                "clipping or penalty last, and ε = 0.2 best (holds when best here; neither holds nor fails when not "
                "distinguishable from the best by the rule above; fails when below it): reproduced when all three "
                "hold, not reproduced when none holds or is left open, partly otherwise."),

@@ -223,7 +223,8 @@ def run_report(args: argparse.Namespace) -> dict[str, Path]:
 
     agreement = rank_agreement(t1)
     agreement = {k: _json_number(v) if isinstance(v, float) else v for k, v in agreement.items()}
-    agreement["method"] = "scipy.stats.spearmanr of ours vs published over variants with a published value"
+    agreement["method"] = ("Spearman's rho of ours vs published over variants with a published value; p: one-sided "
+                           "permutation test of rho > 0 (analysis.table1.agreement_p)")
     if no_paper:
         agreement["note"] = NO_PAPER_NUMBERS
     checkable = agreement["n"] >= 3 and {"no_clip", args.variant} <= set(t1["variant"])
