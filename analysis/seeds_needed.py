@@ -46,7 +46,8 @@ Findings = Callable[[pd.DataFrame], list[Finding]]
 NOT_SETTLED = "not settled"
 SEEDS_NEEDED_RULE = (
     "Seeds needed: each conclusion is drawn again from the runs of seeds 0..n-1, n = 3 (the paper's protocol) up to N, "
-    "the seeds every (setting, task) cell has; it settles at the smallest n from which its answer stays the same up "
+    "the seeds every (setting, task) cell it reads has (PPO against one baseline reads the two algorithms' cells); "
+    "it settles at the smallest n from which its answer stays the same up "
     "to N. 'not settled': the answer changes at N itself, so more seeds may move it again; with N = 3 there is "
     "nothing to compare yet. Intervals at each n by the method that n allows (the t interval below 5 seeds per cell, "
     "the studentized stratified bootstrap from 5: analysis.stats.BOOTSTRAP_FROM), so an answer may also move where "
@@ -54,10 +55,11 @@ SEEDS_NEEDED_RULE = (
 )
 
 
-def seed_ladder(scores: pd.DataFrame, start: int = PAPER_SEEDS) -> list[int]:
-    """The seed counts n = start..N at which every cell has each of seeds 0..n-1 (empty when a cell lacks one of
-    seeds 0..start-1)."""
-    return list(range(start, seed_counts(scores).common + 1))
+def seed_ladder(scores: pd.DataFrame, start: int = PAPER_SEEDS, variants: Sequence[str] | None = None) -> list[int]:
+    """The seed counts n = start..N at which every cell (of ``variants`` only, when given) has each of seeds 0..n-1
+    (empty when such a cell lacks one of seeds 0..start-1)."""
+    read = scores if variants is None else scores[scores["variant"].isin(variants)]
+    return list(range(start, seed_counts(read).common + 1))
 
 
 def settles_from(answers: Sequence[str], ns: Sequence[int]) -> int | None:
@@ -97,12 +99,15 @@ NEEDED_COLUMNS = ["study", "question", "settled_from", "settled", "n_first", "an
                   "n_last", "answer_last", "evidence_last", "answers"]
 
 
-def seeds_needed(scores: pd.DataFrame, findings: Findings, start: int = PAPER_SEEDS) -> pd.DataFrame:
-    """Each conclusion of ``findings`` at n = start..N seeds (:func:`seed_ladder`), one row per conclusion:
-    ``settled_from`` (the n it settles at; missing when it does not, or when N = start) and ``settled`` in words,
-    the answer and evidence at the first and last count (``answer_first``: the paper's protocol at start = 3), and
-    every answer by count (``answers``). Raises when a cell lacks one of seeds 0..start-1."""
-    ns = seed_ladder(scores, start)
+def seeds_needed(scores: pd.DataFrame, findings: Findings, start: int = PAPER_SEEDS,
+                 variants: Sequence[str] | None = None) -> pd.DataFrame:
+    """Each conclusion of ``findings`` at n = start..N seeds (:func:`seed_ladder`; N from the cells of ``variants``
+    when given: the conclusions read only those, and are followed as far as their cells go while the other cells
+    still lack seeds), one row per conclusion: ``settled_from`` (the n it settles at; missing when it does not, or
+    when N = start) and ``settled`` in words, the answer and evidence at the first and last count (``answer_first``:
+    the paper's protocol at start = 3), and every answer by count (``answers``). At each n ``findings`` gets every
+    run of seeds 0..n-1. Raises when a cell lacks one of seeds 0..start-1."""
+    ns = seed_ladder(scores, start, variants)
     if not ns:
         raise ValueError(f"seeds needed: every cell needs {seed_span(start)}; the runs have "
                          f"{seed_counts(scores).text()}")
@@ -145,14 +150,18 @@ def write_needed(needed: pd.DataFrame | str, scores: pd.DataFrame, csv_path, md_
 
 def needed_markdown(needed: pd.DataFrame) -> str:
     """The first page's table of :func:`seeds_needed` rows: the answer at the paper's 3 seeds, at N (when N > 3),
-    and from how many seeds it holds."""
-    first, last = int(needed["n_first"].iloc[0]), int(needed["n_last"].iloc[0])
+    and from how many seeds it holds. Rows followed to different N (Figure 3's pairs) name theirs in the cell."""
+    first, lasts = int(needed["n_first"].iloc[0]), needed["n_last"].astype(int)
+    last, uniform = int(lasts.max()), lasts.nunique() == 1
     head = ["study", "conclusion", f"{seed_span(first)} (the paper's {first})"]
-    head += [seed_span(last)] * (last > first) + ["stops changing from"]
+    head += [seed_span(last) if uniform else "the most seeds every cell it reads has"] * (last > first)
+    head += ["stops changing from"]
     body = []
     for r in needed.itertuples():
         first_cell = r.answer_first + (f": {r.evidence_first}" if r.evidence_first else "")
         last_cell = r.answer_last + (f": {r.evidence_last}" if r.evidence_last else "")
+        if not uniform:
+            last_cell = f"{seed_span(r.n_last)}: {last_cell}" if r.n_last > first else f"no seed beyond {first} yet"
         body.append([r.study, r.question, first_cell, *([last_cell] * (last > first)), r.settled])
     rule = "|---|---|---|" + "---|" * (last > first) + "---|"
     return "\n".join(["| " + " | ".join(head) + " |", rule,
@@ -228,43 +237,54 @@ def _sides(per_task: dict[str, str]) -> str:
     return "; ".join(parts)
 
 
-def figure3_findings(scores: pd.DataFrame, random_scores: pd.Series, anchor: str = "clip_0.2",
-                     n_resamples: int = 10_000, seed: int = 0) -> list[Finding]:
-    """Figure 3's conclusions from ``scores`` (PPO, the ``anchor``, beside the baselines): the paper's claim
-    (analysis.figure3.claim_outcome), PPO against the best other algorithm per task (analysis.figure3.claim_table),
-    and PPO against each baseline per task (Welch's interval at every seed count: one task's two sets of seeds) and
-    over the tasks, normalised (analysis.figure3.versus_anchor, with the method the seed count allows)."""
+def figure3_claim_findings(scores: pd.DataFrame, anchor: str = "clip_0.2", n_resamples: int = 10_000,
+                           seed: int = 0) -> list[Finding]:
+    """Figure 3's conclusions that read every algorithm: the paper's claim (analysis.figure3.claim_outcome) and PPO
+    (the ``anchor``) against the best other algorithm per task (analysis.figure3.claim_table)."""
     claim = claim_table(scores, anchor, n_resamples, seed)
-    labels = scores.groupby("variant")["variant_label"].first()
     per_task_best = dict(zip(claim["task"], claim["verdict"]))
     best_on = [_task(t) for t in claim.loc[claim["best"] == anchor, "task"]]
-    out = [
+    return [
         Finding("Figure 3", "the paper's claim (PPO best on almost every task)", claim_outcome(claim, anchor),
                 f"PPO's mean best on {len(best_on)} of {len(claim)}" + (f": {', '.join(best_on)}" if best_on else "")),
         Finding("Figure 3", "PPO against the best other algorithm, per task",
                 "; ".join(f"{t}: {w}" for t, w in per_task_best.items()), shown=_sides(per_task_best)),
     ]
-    normalized = normalize_scores(scores, random_scores)
-    method = seed_counts(scores).method
+
+
+def figure3_pair_findings(scores: pd.DataFrame, random_scores: pd.Series, baseline: str, anchor: str = "clip_0.2",
+                          n_resamples: int = 10_000, seed: int = 0) -> list[Finding]:
+    """PPO (the ``anchor``) against one ``baseline``: per task (Welch's interval at every seed count: one task's two
+    sets of seeds) and over the tasks, normalised as Figure 3 (each task's best algorithm from every run in
+    ``scores``) with the interval method the pair's own smallest cell allows (analysis.figure3.versus_anchor)."""
     words = {"above 0": "above", "below 0": "below", "crosses 0": "not distinguishable"}
-    for baseline in sorted(set(scores["variant"]) - {anchor}):
-        sides = {}
-        for task, group in scores.groupby("task", sort=True):
-            ppo = group.loc[group["variant"] == anchor, "score"].to_numpy(float)
-            other = group.loc[group["variant"] == baseline, "score"].to_numpy(float)
-            if ppo.size and other.size:
-                d = welch_samples(ppo, other)
-                sides[task] = words.get(interval_side(d.low, d.high), "no interval")
-        versus = versus_anchor(normalized, baseline, anchor, method=method, n_resamples=n_resamples, seed=seed)
-        flipped = {"above": "below", "below": "above"}.get(versus["vs_anchor"], versus["vs_anchor"])  # PPO − it
-        name = labels.get(baseline, baseline)
-        out += [
-            Finding("Figure 3", f"PPO against {name}, per task", "; ".join(f"{t}: {w}" for t, w in sides.items()),
-                    shown=_sides(sides) or "none"),
-            Finding("Figure 3", f"PPO against {name}, over the tasks (normalised)", flipped,
-                    _difference(-versus["diff_vs_anchor"], -versus["diff_ci_high"], -versus["diff_ci_low"])),
-        ]
-    return out
+    sides = {}
+    for task, group in scores.groupby("task", sort=True):
+        ppo = group.loc[group["variant"] == anchor, "score"].to_numpy(float)
+        other = group.loc[group["variant"] == baseline, "score"].to_numpy(float)
+        if ppo.size and other.size:
+            d = welch_samples(ppo, other)
+            sides[task] = words.get(interval_side(d.low, d.high), "no interval")
+    method = seed_counts(scores[scores["variant"].isin([anchor, baseline])]).method
+    versus = versus_anchor(normalize_scores(scores, random_scores), baseline, anchor, method=method,
+                           n_resamples=n_resamples, seed=seed)
+    flipped = {"above": "below", "below": "above"}.get(versus["vs_anchor"], versus["vs_anchor"])  # PPO − it
+    name = scores.loc[scores["variant"] == baseline, "variant_label"].iloc[0]
+    return [
+        Finding("Figure 3", f"PPO against {name}, per task", "; ".join(f"{t}: {w}" for t, w in sides.items()),
+                shown=_sides(sides) or "none"),
+        Finding("Figure 3", f"PPO against {name}, over the tasks (normalised)", flipped,
+                _difference(-versus["diff_vs_anchor"], -versus["diff_ci_high"], -versus["diff_ci_low"])),
+    ]
+
+
+def figure3_findings(scores: pd.DataFrame, random_scores: pd.Series, anchor: str = "clip_0.2",
+                     n_resamples: int = 10_000, seed: int = 0) -> list[Finding]:
+    """Figure 3's conclusions from ``scores`` (PPO, the ``anchor``, beside the baselines): those of
+    :func:`figure3_claim_findings`, then :func:`figure3_pair_findings` for each baseline."""
+    return [*figure3_claim_findings(scores, anchor, n_resamples, seed),
+            *(f for baseline in sorted(set(scores["variant"]) - {anchor})
+              for f in figure3_pair_findings(scores, random_scores, baseline, anchor, n_resamples, seed))]
 
 
 def table1_needed(scores: pd.DataFrame, random_scores: pd.Series, published: pd.Series, anchor: str = "clip_0.2",
@@ -276,6 +296,13 @@ def table1_needed(scores: pd.DataFrame, random_scores: pd.Series, published: pd.
 
 def figure3_needed(scores: pd.DataFrame, random_scores: pd.Series, anchor: str = "clip_0.2",
                    n_resamples: int = 10_000, seed: int = 0) -> pd.DataFrame:
-    """:func:`seeds_needed` of :func:`figure3_findings`."""
-    return seeds_needed(scores, partial(figure3_findings, random_scores=random_scores, anchor=anchor,
-                                        n_resamples=n_resamples, seed=seed))
+    """:func:`seeds_needed` of Figure 3's conclusions, each followed as far as the cells it reads go: the claim and
+    PPO against the best other algorithm to the seeds every cell has (:func:`figure3_claim_findings`), PPO against
+    each baseline to the seeds every cell of the two has (:func:`figure3_pair_findings`). The ten-seed grid trains
+    a baseline's seeds 3–9 task by task, so a pair's answer can be followed while the other baselines wait."""
+    claim = seeds_needed(scores, partial(figure3_claim_findings, anchor=anchor, n_resamples=n_resamples, seed=seed))
+    pairs = [seeds_needed(scores, partial(figure3_pair_findings, random_scores=random_scores, baseline=baseline,
+                                          anchor=anchor, n_resamples=n_resamples, seed=seed),
+                          variants=[anchor, baseline])
+             for baseline in sorted(set(scores["variant"]) - {anchor})]
+    return pd.concat([claim, *pairs], ignore_index=True)

@@ -6,8 +6,10 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+import analysis.seeds_needed as seeds_needed_module
 from analysis.seeds import first_seeds
-from analysis.seeds_needed import (NEEDED_COLUMNS, Finding, figure3_findings, ladder_gap, needed_markdown,
+from analysis.seeds_needed import (NEEDED_COLUMNS, Finding, figure3_findings, figure3_needed, ladder_gap,
+                                   needed_markdown,
                                    seed_ladder, seeds_needed, settled_text, settles_from, table1_findings,
                                    table1_needed, write_needed)
 
@@ -132,6 +134,36 @@ def test_figure3_findings_per_baseline_per_task_and_over_the_tasks():
     assert found["PPO against the best other algorithm, per task"].text == "below the best on T2; not distinguishable on 1"
     claim = found["the paper's claim (PPO best on almost every task)"]
     assert (claim.answer, claim.evidence) == ("partly reproduced", "PPO's mean best on 0 of 2")
+
+
+def test_figure3_pairs_are_followed_as_far_as_their_own_cells_go(monkeypatch):
+    """PPO and A2C at 6 seeds on both tasks, TRPO at 3 (the ten-seed grid trains one baseline's seeds at a time):
+    PPO against A2C is followed to 6 seeds; PPO against TRPO, the claim and the best other algorithm wait at 3. A2C
+    (about 2) is below PPO (about 10) at every count, so it settles at 3; its over-tasks interval takes the method
+    of the pair's own smallest cell (the studentized bootstrap from 5 seeds), not that of TRPO's 3."""
+    cells = {}
+    for task in RANDOM.index:
+        cells[(task, "clip_0.2")] = wiggle(10.0, 6)
+        cells[(task, "a2c")] = wiggle(2.0, 6)
+        cells[(task, "trpo")] = wiggle(10.1 if task == "T1" else 20.0, 3)
+    methods = []
+    real = seeds_needed_module.versus_anchor
+    monkeypatch.setattr(seeds_needed_module, "versus_anchor",
+                        lambda *a, **k: methods.append((a[1], k["method"])) or real(*a, **k))
+    needed = figure3_needed(runs(cells), RANDOM, n_resamples=500).set_index("question")
+    assert list(needed["n_last"]) == [3, 3, 6, 6, 3, 3]
+    assert [m for b, m in methods if b == "a2c"] == ["t", "t", "bootstrap-t", "bootstrap-t"]  # n = 3, 4, 5, 6
+    assert [m for b, m in methods if b == "trpo"] == ["t"]
+    a2c = needed.loc["PPO against A2C, over the tasks (normalised)"]
+    assert (a2c["settled_from"], a2c["settled"], a2c["answer_last"]) == (3, "3 (same up to 6)", "above")
+    assert a2c["answers"] == "3–6: above"
+    assert needed.loc["PPO against TRPO, per task", "settled"] == "open: only 3 seeds in every cell"
+    table = needed_markdown(needed.reset_index()).splitlines()
+    assert table[0] == ("| study | conclusion | seeds 0–2 (the paper's 3) | the most seeds every cell it reads has | "
+                        "stops changing from |")
+    assert "| seeds 0–5: above: " in table[2 + 3]
+    assert table[2 + 4].endswith("| no seed beyond 3 yet | open: only 3 seeds in every cell |")
+    assert set(figure3_needed(first_seeds(runs(cells), 3), RANDOM, n_resamples=500)["n_last"]) == {3}
 
 
 def test_table1_findings_name_the_distinguishable_pairs_by_the_higher_setting():

@@ -264,9 +264,9 @@ def test_seeds_needed_follows_table1_past_three_seeds_while_figure3_waits(monkey
     monkeypatch.setattr(front_page, "published_seeds", lambda published, names=None: 4)
     line, _, tables = front_page.paper_seeds_needed(PUBLISHED, published_random(), n_resamples=300)
     assert line.startswith("**Seeds each conclusion needs** (Table 1: seeds 0–2 up to seeds 0–3, the seeds every cell "
-                           "has): ")
+                           "a conclusion reads has): ")
     assert " of 7 conclusions stay as at 3 seeds" in line and "Figure 3, " not in line
-    assert line.endswith("; 12 of Figure 3 wait for seed 3 in every cell.")
+    assert line.endswith("; 12 of Figure 3 wait for seed 3 in every cell they read.")
     table1_rows, figure3_rows = (t.splitlines()[2:] for t in tables.split("\n\n"))
     assert len(table1_rows) == 7 and len(figure3_rows) == 12
     assert all(r.endswith("| open: only 3 seeds in every cell |") for r in figure3_rows)
@@ -291,7 +291,7 @@ def test_seeds_beyond_the_paper_sit_beside_its_three(monkeypatch):
     assert "above 0 beyond chance (permutation test, p = 0.012), 0.44 to 0.81 over resampled seeds" in verdict
 
     line, note, tables = front_page.paper_seeds_needed(PUBLISHED, random, n_resamples=300)
-    assert line.startswith("**Seeds each conclusion needs** (seeds 0–2 up to seeds 0–3, the seeds every cell has): ")
+    assert line.startswith("**Seeds each conclusion needs** (seeds 0–2 up to seeds 0–3, the seeds every cell a conclusion reads has): ")
     first = tables.split("\n\n")[0].splitlines()
     assert first[0] == "| study | conclusion | seeds 0–2 (the paper's 3) | seeds 0–3 | stops changing from |"
     assert len(first) == 2 + 7 and all(r.endswith(("(same up to 4) |", "not settled: changes at 4 |")) for r in first[2:])

@@ -531,17 +531,19 @@ def paper_seeds_needed(published: Path, random_scores: pd.Series | None, n_resam
         later = followed[followed["settled_from"] > PAPER_SEEDS]
         open_ = followed[followed["settled_from"].isna()]
         lasts = followed.groupby("study", sort=False)["n_last"].max()  # per study: the seeds every cell has
-        if waiting.empty and lasts.nunique() == 1:
+        mixed = frame.groupby("study", sort=False)["n_last"].nunique() > 1  # Figure 3's pairs, each as far as it goes
+        if waiting.empty and lasts.nunique() == 1 and not mixed.any():
             spans = f"{seed_span(PAPER_SEEDS)} up to {seed_span(int(lasts.iloc[0]))}"
         else:
-            spans = "; ".join(f"{study}: {seed_span(PAPER_SEEDS)} up to {seed_span(int(n))}" for study, n in lasts.items())
-        line = (f"**Seeds each conclusion needs** ({spans}, the seeds every cell has): "
+            spans = "; ".join(f"{study}: {seed_span(PAPER_SEEDS)} up to {seed_span(int(n))}"
+                              + (" for some" if mixed.get(study, False) else "") for study, n in lasts.items())
+        line = (f"**Seeds each conclusion needs** ({spans}, the seeds every cell a conclusion reads has): "
                 f"{len(held)} of {len(followed)} conclusions stay as at 3 seeds"
                 + ("; settled later: " + "; ".join(f"{r.study}, {r.question}: from {r.settled_from}"
                                                    for r in later.itertuples()) if len(later) else "")
                 + (f"; not settled: {'; '.join(f'{r.study}, {r.question}' for r in open_.itertuples())}"
                    if len(open_) else "")
-                + "".join(f"; {len(rows)} of {study} wait for seed {PAPER_SEEDS} in every cell"
+                + "".join(f"; {len(rows)} of {study} wait for seed {PAPER_SEEDS} in every cell they read"
                           for study, rows in waiting.groupby("study", sort=False)) + ".")
     note = (SEEDS_NEEDED_RULE + " " + " ".join(counted) + " The same conclusions as the tables above, drawn by the "
             "same code (analysis.table1, analysis.figure3); the Table 1 and Figure 3 reports write them as "
