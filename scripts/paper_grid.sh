@@ -142,7 +142,7 @@ publish_and_commit() {
     if [ -e "$page" ] || git cat-file -e "HEAD:$page" 2> /dev/null; then paths+=("$page"); fi
     git add -A -- "${paths[@]}" \
       && { git diff --cached --quiet -- "${paths[@]}" \
-           || git commit -q -m "published: ${RESULTS_PAGE} runs, and $page $written" -- "${paths[@]}"; }
+           || git commit -q -m "published: $(published_studies | tr " " ",") runs, and $page $written" -- "${paths[@]}"; }
   ) 9> "$REPO/.git/paper_grid.publish.lock"
 }
 

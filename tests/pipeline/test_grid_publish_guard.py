@@ -142,7 +142,7 @@ def test_a_page_that_cannot_be_written_never_holds_back_the_runs(tmp_path, page_
     message = git(repo, "log", "-1", "--format=%s")
     if page_script == "writes":
         assert "README.md" in committed and "docs/seeds-results.md" in committed
-        assert message == "published: seeds runs, and docs/seeds-results.md written again from them\n"
+        assert message == "published: table1 runs, and docs/seeds-results.md written again from them\n"
     else:
         assert "README.md" not in committed and "docs/seeds-results.md" not in committed
         assert (repo / "README.md").read_text() == readme and (repo / "docs" / "seeds-results.md").read_text() == page
