@@ -404,13 +404,25 @@ def status(sources: list[Path], published: Path = PUBLISHED, sb3_sources: tuple[
                      for m in folder.glob("*/seed*/manifest.json")} - sb3_published
     lines.append(f"sb3_reference: {len(sb3_published)} runs published, {len(sb3_elsewhere)} more finished, "
                  "not yet published")
+    # the ten-seed grid's own share, for its notes: the seeds beyond the study file's own (the paper's 3)
+    own_seeds = {s.name: load_study(s.name, s.scale).seeds for s in studies} if seeds is not None else {}
     for name, runs in index.groupby("study", sort=False) if len(index) else ():
-        groups = runs.drop_duplicates(["group"])
-        lines.append(f"training time of {name}'s published runs: {groups['wall_seconds'].sum() / 3600:.1f} job-hours "
-                     f"(wall clock of {len(groups)} single-threaded groups, more than their CPU time where a core was shared; by processor: "
-                     + ", ".join(f"{h} {w / 3600:.1f}" for h, w in groups.groupby("processor")["wall_seconds"].sum().items())
-                     + ")")
+        lines.append(training_time(f"{name}'s published runs", runs))
+        more = runs[runs["seed"] >= own_seeds[name]] if name in own_seeds else runs.iloc[:0]
+        if len(more):
+            first, last = own_seeds[name], seeds - 1
+            lines.append(training_time(f"{name}'s {f'seed {first}' if first == last else f'seeds {first}–{last}'} "
+                                       "published so far", more))
     return "\n".join(lines)
+
+
+def training_time(what: str, runs: pd.DataFrame) -> str:
+    """One line: the job-hours of the groups of ``runs`` (INDEX.csv rows), in all and by processor."""
+    groups = runs.drop_duplicates(["group"])
+    return (f"training time of {what}: {groups['wall_seconds'].sum() / 3600:.1f} job-hours (wall clock of {len(groups)} "
+            "single-threaded groups, more than their CPU time where a core was shared; by processor: "
+            + ", ".join(f"{h} {w / 3600:.1f}" for h, w in groups.groupby("processor")["wall_seconds"].sum().items())
+            + ")")
 
 
 def seed_waves(name: str, seeds: list[int], done: list[bool]) -> str:

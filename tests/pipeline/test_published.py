@@ -421,6 +421,15 @@ def test_status_writes_no_file(tmp_path):
     assert len(publish([tmp_path / "grid"], published, studies=[study])) == 2
     index = published / "INDEX.csv"
     before, listed = index.read_bytes(), index.stat().st_mtime_ns
+    # the seeds beyond the scale's own (smoke: 1), the ten-seed grid's share, apart: here seed 1's group
+    rows = pd.read_csv(index)
+    beyond = [line for line in status([tmp_path / "grid"], published, names=("table1",), scale="smoke",
+                                      seeds=2).splitlines() if line.startswith("training time of table1's seed 1 ")]
+    seed1 = rows[rows["seed"] == 1].drop_duplicates("group")
+    assert beyond == [f"training time of table1's seed 1 published so far: {seed1['wall_seconds'].sum() / 3600:.1f} "
+                      f"job-hours (wall clock of {len(seed1)} single-threaded groups, more than their CPU time where a "
+                      f"core was shared; by processor: {seed1['processor'].iloc[0]} "
+                      f"{seed1['wall_seconds'].sum() / 3600:.1f})"]
     (run_dir(published, study, runs[1]) / "manifest.json").unlink()  # a publish now would drop its row
     report = status([tmp_path / "grid"], published, names=("table1",), scale="smoke", seeds=2)
     assert "table1: 1 of" in report and "1 more finished, not yet published" in report
