@@ -221,33 +221,51 @@ def budget_fraction(path: Path) -> float:
 # Above any new training job's priority (train_priority)
 RESUMED_PRIORITY = 10**9
 # New jobs: a study at a time where the grid asks for it (ranks from STUDY_TIERS on share the last tier), then a seed at
-# a time (seeds from SEED_WAVES on share the last wave), then the longest first within a seed; a job's expected seconds
-# on one core (workflow/rules/common.smk) count up to SEED_WAVE_SPAN - 1 (11 days), far above any job's. The largest
-# new-group priority, STUDY_TIERS * STUDY_TIER_SPAN - 1, stays below RESUMED_PRIORITY.
+# a time (seeds from SEED_WAVES on share the last wave), then, where the grid asks, a variant at a time (ranks from
+# VARIANT_RANKS on share the last), then the longest first; a job's expected seconds on one core
+# (workflow/rules/common.smk) count up to VARIANT_SPAN - 1 (27.8 h), above any job's (an Atari run: 5-9 h). The
+# largest new-group priority, STUDY_TIERS * STUDY_TIER_SPAN - 1, stays below RESUMED_PRIORITY.
 STUDY_TIERS, STUDY_TIER_SPAN = 10, 10**8
 SEED_WAVES, SEED_WAVE_SPAN = 100, 10**6
+VARIANT_RANKS, VARIANT_SPAN = 10, 10**5
 
 
-def train_priority(expected_seconds: float, checkpoint: Path, first_seed: int = 0, study_rank: int = 0) -> int:
+def train_priority(expected_seconds: float, checkpoint: Path, first_seed: int = 0, study_rank: int = 0,
+                   variant_rank: int = 0) -> int:
     """A training job's Snakemake priority: a group with a checkpoint before every new group, the furthest (largest
     share of its budget) first: it publishes soonest, and a stopped session loses least, where Snakemake's tie order
     resumed a run 3 % done before one 62 % done (2026-11-28). Then new groups (new_group_priority)."""
     done = budget_fraction(checkpoint) if checkpoint.exists() else 0.0
     if done > 0:
         return RESUMED_PRIORITY + int(done * 10**6)
-    return new_group_priority(expected_seconds, first_seed, study_rank)
+    return new_group_priority(expected_seconds, first_seed, study_rank, variant_rank)
 
 
-def new_group_priority(expected_seconds: float, first_seed: int, study_rank: int = 0) -> int:
+def new_group_priority(expected_seconds: float, first_seed: int, study_rank: int = 0, variant_rank: int = 0) -> int:
     """A group without a checkpoint. By ``study_rank`` first, the lowest first: the grid of Table 1 and Figure 3 at ten
     seeds trains Table 1 before Figure 3 (config ``studies_in_order``; 0 for every study otherwise). Then by its lowest
     seed (``first_seed``), the lowest first: a grid of many seeds that stops partway (the ten-seed Table 1 takes many
     sessions) leaves whole seeds across its cells, each a table of its own (analysis.seeds.SeedCounts.common), rather
-    than some cells at ten seeds and the rest at three. Within a seed, the longest first, which balances the cores.
+    than some cells at ten seeds and the rest at three. Then by ``variant_rank``, the lowest first: Figure 3's groups
+    (one baseline's seeds 3-9 on one task) a baseline at a time, so that each comparison of PPO with one baseline
+    is complete as early as it can be (analysis.seeds_needed.figure3_needed follows each pair as far as its cells
+    go); 0 where the grid does not ask (order_ranks). Last, the longest first, which balances the cores.
     ppo.pipeline.remote orders its jobs by it too."""
     tier = STUDY_TIERS - 1 - min(max(study_rank, 0), STUDY_TIERS - 1)
     wave = SEED_WAVES - 1 - min(max(first_seed, 0), SEED_WAVES - 1)
-    return tier * STUDY_TIER_SPAN + wave * SEED_WAVE_SPAN + min(int(expected_seconds), SEED_WAVE_SPAN - 1)
+    rank = VARIANT_RANKS - 1 - min(max(variant_rank, 0), VARIANT_RANKS - 1)
+    return (tier * STUDY_TIER_SPAN + wave * SEED_WAVE_SPAN + rank * VARIANT_SPAN
+            + min(int(expected_seconds), VARIANT_SPAN - 1))
+
+
+def order_ranks(studies: list[str], study, group, in_order: bool) -> tuple[int, int]:
+    """(study rank, variant rank) of ``study``'s new ``group`` for new_group_priority where the grid trains in order
+    (config ``studies_in_order``): where ``studies`` names its study, and where the study file lists the first of
+    its variants; (0, 0) otherwise. The pipeline (workflow/rules/common.smk) and ppo.pipeline.remote both use it."""
+    if not in_order:
+        return 0, 0
+    listed = [variant.name for variant in study.variants]
+    return studies.index(study.name), min(listed.index(run.variant.name) for run in group.runs)
 
 
 def resumable(grid: Path, variants: list[str] | None = None) -> list[Path]:

@@ -27,7 +27,7 @@ import yaml
 from ..config.errors import ConfigError
 from ..config.files import PROJECT_ROOT
 from ..training.records import git_state
-from .carry import new_group_priority
+from .carry import new_group_priority, order_ranks
 from .plan import make_plan
 from .study import load_study, plan_groups
 
@@ -42,10 +42,10 @@ def plan(studies: list[str], scale: str, group_size: int, only: list[str], resul
     groups = [(s, g) for s, g in plan_groups(loaded, group_size, results, PROJECT_ROOT / "published")
               if not only or s.name in only]
     # the pipeline's order for new groups (workflow/rules/common.smk train_priority): a study at a time when asked, a
-    # seed at a time, the longest first within a seed (the simulator's speed sets a group's length)
+    # seed at a time, a variant at a time when asked, the longest first (the simulator's speed sets a group's length)
     groups.sort(key=lambda sg: -new_group_priority(len(sg[1].runs) * sg[0].total_steps / speeds.get(sg[1].task, 1),
                                                    sg[1].first_seed,
-                                                   studies.index(sg[0].name) if studies_in_order else 0))
+                                                   *order_ranks(studies, sg[0], sg[1], studies_in_order)))
     lines = []
     for study, group in groups:
         job_plan = json.dumps(make_plan(results, study, list(group.runs)), sort_keys=True, default=str)

@@ -56,6 +56,10 @@ def test_plan_lists_a_studys_groups_before_the_next_ones_when_asked(tmp_path):
     assert ordered == ["table1"] * 10 + ["figure3"] * 10  # 2 smoke tasks x 5 seeds; 2 tasks x 5 baselines
     mixed = studies(False)
     assert sorted(mixed) == sorted(ordered) and mixed != ordered
+    # and Figure 3's a baseline at a time, in the study file's order (PPO against one baseline complete soonest)
+    lines = plan(["table1", "figure3"], "smoke", 11, ["figure3"], tmp_path / "results", seeds=5, studies_in_order=True)
+    variants = [Path(json.loads(line.split("\t")[2])["runs"][0]["folder"]).parent.name for line in lines]
+    assert variants == [v for v in ("a2c", "a2c_trust_region", "trpo", "vpg_adaptive", "cem") for _ in range(2)]
 
 
 def test_run_trains_a_group_to_its_records(tmp_path, capsys):

@@ -147,22 +147,27 @@ def test_train_priority_puts_resumed_groups_first_the_furthest_first_then_new_on
     not_a_checkpoint = tmp_path / "broken.pt"
     not_a_checkpoint.write_bytes(b"not a checkpoint")
     absent = tmp_path / "absent.pt"
-    priorities = {name: carry.train_priority(seconds, path, seed, rank) for name, seconds, path, seed, rank in [
-        ("far", 100, far, 5, 1), ("near", 50_000, near, 0, 0), ("long", 90_000, absent, 0, 0),
-        ("short", 1_000.7, absent, 0, 0), ("at_start", 20_000, at_start, 0, 0), ("broken", 10, not_a_checkpoint, 0, 0),
-        ("seed 1, longer", 95_000, absent, 1, 0), ("seed 3", 10**8, absent, 3, 0), ("seed 150", 10**8, absent, 150, 0),
-        ("seed 99", 5, absent, 99, 0), ("second study, seed 0, longest", 10**8, absent, 0, 1),
-        ("rank 20", 10**8, absent, 0, 20), ("rank 9", 5, absent, 0, 9)]}
+    priorities = {name: carry.train_priority(seconds, path, seed, rank, variant)
+                  for name, seconds, path, seed, rank, variant in [
+        ("far", 100, far, 5, 1, 0), ("near", 50_000, near, 0, 0, 0), ("long", 90_000, absent, 0, 0, 0),
+        ("short", 1_000.7, absent, 0, 0, 0), ("at_start", 20_000, at_start, 0, 0, 0),
+        ("broken", 10, not_a_checkpoint, 0, 0, 0), ("second variant, longest", 10**8, absent, 0, 0, 2),
+        ("variant 12", 7, absent, 0, 0, 12), ("seed 1, longer", 95_000, absent, 1, 0, 0),
+        ("seed 3", 10**8, absent, 3, 0, 0), ("seed 150", 10**8, absent, 150, 0, 0), ("seed 99", 5, absent, 99, 0, 0),
+        ("second study, seed 0, longest", 10**8, absent, 0, 1, 0), ("rank 20", 10**8, absent, 0, 20, 0),
+        ("rank 9", 5, absent, 0, 9, 0)]}
     assert sorted(priorities, key=priorities.get, reverse=True) == [
-        "far", "near", "long", "at_start", "short", "broken", "seed 1, longer", "seed 3", "seed 150", "seed 99",
-        "second study, seed 0, longest", "rank 20", "rank 9"]
+        "far", "near", "long", "at_start", "short", "broken", "second variant, longest", "variant 12", "seed 1, longer",
+        "seed 3", "seed 150", "seed 99", "second study, seed 0, longest", "rank 20", "rank 9"]
     assert priorities["far"] == carry.RESUMED_PRIORITY + 617_472  # 6,030 × 8 × 128 of 10M steps, in millionths
-    # study tier 9 (rank 0) × 10^8 + seed wave 99 (seed 0) × 10^6 + expected seconds
-    assert priorities["short"] == 999_001_000 and priorities["broken"] == 999_000_010
+    # study tier 9 (rank 0) × 10^8 + seed wave 99 (seed 0) × 10^6 + variant 9 (rank 0) × 10^5 + expected seconds
+    assert priorities["short"] == 999_901_000 and priorities["broken"] == 999_900_010
+    # variant rank 2: 7 × 10^5, the expected seconds capped below the next variant's; ranks from 9 share the last
+    assert priorities["second variant, longest"] == 999_799_999 and priorities["variant 12"] == 999_000_007
     assert priorities["seed 3"] == 996_999_999  # wave 96; the expected seconds capped below the next wave's
-    assert priorities["seed 150"] == 900_999_999 and priorities["seed 99"] == 900_000_005  # seeds from 99: the last wave
+    assert priorities["seed 150"] == 900_999_999 and priorities["seed 99"] == 900_900_005  # seeds from 99: the last wave
     assert priorities["second study, seed 0, longest"] == 899_999_999  # tier 8: after every seed of the first study
-    assert priorities["rank 20"] == 99_999_999 and priorities["rank 9"] == 99_000_005  # ranks from 9: the last tier
+    assert priorities["rank 20"] == 99_999_999 and priorities["rank 9"] == 99_900_005  # ranks from 9: the last tier
     # the largest a new group can get stays below a resumed group's
     assert carry.new_group_priority(10**12, -1, -1) == 999_999_999 < carry.RESUMED_PRIORITY
 

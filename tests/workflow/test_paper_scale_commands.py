@@ -59,10 +59,16 @@ def test_a_grid_trains_its_studies_in_the_order_it_names_them(snakemake_dry_run)
                           re.MULTILINE)
         by_study = {study: [int(p) for _, s, p in jobs if s == study] for study in ("table1", "figure3")}
         assert len(by_study["table1"]) == 10 and len(by_study["figure3"]) == 10, jobs  # 2 smoke tasks
+        # Figure 3's jobs, highest priority first, by baseline (train_figure3_<Task>-<variant>-<n>)
+        by_study["figure3 baselines"] = [name.split("-", 1)[1].rsplit("-", 1)[0] for name, _, p in
+                                         sorted((j for j in jobs if j[1] == "figure3"), key=lambda j: -int(j[2]))]
         return by_study
 
     in_order = priorities(True)
     assert min(in_order["table1"]) > max(in_order["figure3"])
+    # and a baseline at a time, in the study file's order
+    assert in_order["figure3 baselines"] == [v for v in ("a2c", "a2c-trust-region", "trpo", "vpg-adaptive", "cem")
+                                             for _ in range(2)]
     mixed = priorities(False)
     assert min(mixed["table1"]) < max(mixed["figure3"])  # seeds 1-4 of Table 1 after Figure 3's groups of seeds 0-4
 

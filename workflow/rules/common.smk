@@ -211,11 +211,12 @@ def expected_seconds(study, group):
 
 def train_priority(study, group):
     """Groups with a checkpoint first, the furthest first; then new ones a study at a time in the order config studies
-    names them when config studies_in_order is set (the ten-seed grid: Table 1, then Figure 3), a seed at a time, the
-    longest first within a seed (ppo.pipeline.carry)."""
+    names them when config studies_in_order is set (the ten-seed grid: Table 1, then Figure 3), a seed at a time, a
+    variant at a time in the study file's order when studies_in_order is set (Figure 3: a baseline at a time), the
+    longest first (ppo.pipeline.carry)."""
     saved = layout.checkpoint_path("results", study, group.task, [run_dir(study, r) for r in group.runs])
-    rank = config["studies"].index(study.name) if config.get("studies_in_order") else 0
-    return carry.train_priority(expected_seconds(study, group), saved, group.first_seed, rank)  # (`checkpoint`: Snakemake's)
+    ranks = carry.order_ranks(config["studies"], study, group, bool(config.get("studies_in_order")))
+    return carry.train_priority(expected_seconds(study, group), saved, group.first_seed, *ranks)  # (`checkpoint`: Snakemake's)
 
 
 def memory_mb(study, group):
