@@ -238,16 +238,17 @@ def test_three_seed_view_of_the_published_runs_is_todays_table1_and_figure3(monk
            "every cell |" in tables
 
 
-def with_more_seeds(real, seeds, studies=("table1", "figure3")):
-    """front_page.scored_runs with the published seeds 0-2 of ``studies`` and stand-ins for ``seeds`` (3, 4, ...):
-    copies of seeds 0, 1, ... with their scores shifted (seed 4 of Hopper left out)."""
+def with_more_seeds(real, seeds, studies=("table1", "figure3"), variants=None):
+    """front_page.scored_runs with the published seeds 0-2 of ``studies`` and stand-ins for ``seeds`` (3, 4, ...) of
+    ``variants`` (default all): copies of seeds 0, 1, ... with their scores shifted (seed 4 of Hopper left out)."""
     def scored_runs(runs_dir):
         scores, manifests = (frame[frame["seed"] < 3] for frame in real(runs_dir))  # the seeds published at 73425c1
         if not any(study in Path(runs_dir).parts for study in studies):
             return scores, manifests
         extra, extra_manifests = [], []
+        chosen = scores["variant"].isin(variants) if variants else True
         for seed in seeds:
-            pick = scores[(scores["seed"] == seed - 3) & ~((scores["task"] == "Hopper-v5") & (seed == 4))]
+            pick = scores[chosen & (scores["seed"] == seed - 3) & ~((scores["task"] == "Hopper-v5") & (seed == 4))]
             ids = pick["run_id"].str.replace(r"seed\d+$", f"seed{seed}", regex=True)
             extra.append(pick.assign(seed=seed, score=pick["score"] * 1.01, run_id=ids))
             extra_manifests.append(manifests.set_index("run_id").loc[pick["run_id"]].reset_index()
@@ -270,6 +271,27 @@ def test_seeds_needed_follows_table1_past_three_seeds_while_figure3_waits(monkey
     table1_rows, figure3_rows = (t.splitlines()[2:] for t in tables.split("\n\n"))
     assert len(table1_rows) == 7 and len(figure3_rows) == 12
     assert all(r.endswith("| open: only 3 seeds in every cell |") for r in figure3_rows)
+
+
+def test_figure3_follows_one_pair_while_the_other_baselines_wait(monkeypatch):
+    """Seeds 3-4 of PPO (ε = 0.2) and A2C only (Hopper: seed 3), as the ten-seed grid leaves Figure 3 after A2C's seven
+    groups: PPO against A2C is followed to seeds 0-3, the claim and the other pairs wait at 3, and the first page says
+    which rows went how far."""
+    monkeypatch.setattr(front_page, "scored_runs", with_more_seeds(front_page.scored_runs, (3, 4),
+                                                                   variants=("clip_0.2", "a2c")))
+    monkeypatch.setattr(front_page, "published_seeds", lambda published, names=None: 5)
+    line, _, tables = front_page.paper_seeds_needed(PUBLISHED, published_random(), n_resamples=300)
+    assert line == ("**Seeds each conclusion needs** (Figure 3: seeds 0–2 up to seeds 0–3 for some, the seeds every cell "
+                    "a conclusion reads has): 2 of 2 conclusions stay as at 3 seeds; 7 of Table 1 wait for seed 3 in "
+                    "every cell they read; 10 of Figure 3 wait for seed 3 in every cell they read.")
+    figure3 = tables.split("\n\n")[1].splitlines()
+    assert figure3[0] == ("| study | conclusion | seeds 0–2 (the paper's 3) | the most seeds every cell it reads has | "
+                          "stops changing from |")
+    rows = {cells[1]: cells for cells in (r.strip("|").split(" | ") for r in figure3[2:])}
+    assert rows["PPO against A2C, over the tasks (normalised)"][3].startswith("seeds 0–3: ")
+    assert rows["PPO against A2C, per task"][3].startswith("seeds 0–3: ")
+    assert rows["PPO against TRPO, per task"][3] == "no seed beyond 3 yet"
+    assert rows["the paper's claim (PPO best on almost every task)"][4].strip() == "open: only 3 seeds in every cell"
 
 
 def test_seeds_beyond_the_paper_sit_beside_its_three(monkeypatch):
