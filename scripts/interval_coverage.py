@@ -107,9 +107,7 @@ def rho_coverage(means: pd.DataFrame, sds: pd.DataFrame, random: pd.Series, worl
     draw k against the paper's values ``worlds[k % len(worlds)]``: how often each interval of :func:`rho_intervals`
     holds that world's true ρ (the ρ of the cells' means), its median width, how often its lower end lies above 0,
     and how often the permutation test (analysis.table1.agreement_p) finds agreement at p < 0.05."""
-    cells = pd.DataFrame([{"variant": v, "task": t, "seed": 0, "score": means.loc[v, t]}
-                          for v in means.index for t in means.columns])
-    true_table = resampled_table1(cells, random, 0)[1][0]
+    true_table = true_column(means, random)
     truths = [float(spearman(true_table, paper)) for paper in worlds]
     methods = ("percentile", "basic", "BC")
     held, widths, above = ({m: [] for m in methods} for _ in range(3))
@@ -131,6 +129,14 @@ def rho_coverage(means: pd.DataFrame, sds: pd.DataFrame, random: pd.Series, worl
     return row | {"permutation p < 0.05": float(np.mean(agreed))}
 
 
+def true_column(means: pd.DataFrame, random: pd.Series) -> np.ndarray:
+    """Table 1's column (analysis.table1.resampled_table1's row 0) of the cells' true means, in ``means``' order."""
+    cells = pd.DataFrame([{"variant": v, "task": t, "seed": 0, "score": means.loc[v, t]}
+                          for v in means.index for t in means.columns])
+    variants, table = resampled_table1(cells, random, 0)
+    return pd.Series(table[0], index=variants).reindex(means.index).to_numpy(float)
+
+
 def rho_main(args) -> int:
     """The --rho simulation: the truth is every published seed of Table 1; the worlds are the paper's values and
     ten shuffles of them whose true ρ is nearest 0."""
@@ -145,7 +151,7 @@ def rho_main(args) -> int:
     if np.isnan(paper).any():
         raise SystemExit("every Table 1 setting needs the paper's value for the --rho simulation")
     rng = np.random.default_rng(0)
-    true_table = t1.set_index("variant")["ours"].reindex(means.index).to_numpy(float)
+    true_table = true_column(means, random)
     shuffles = sorted((rng.permutation(paper) for _ in range(2000)), key=lambda v: abs(float(spearman(true_table, v))))
     rows = []
     for against, worlds in (("paper", [paper]), ("shuffled, true ρ near 0", shuffles[:10])):
