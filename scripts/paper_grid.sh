@@ -24,8 +24,8 @@
 #       ../atari-grid. A run is 3-5 h of one core, longer than a session: `carry` before a session ends, or the
 #       next machine starts it again.
 #   GRID_NAME=atari-checks scripts/paper_grid.sh start|status|publish|watch|stop|carry
-#       the Atari checks (experiments/studies/atari_checks_a2c_zoo.yaml: A2C at the SB3 zoo's settings on Pong;
-#       atari_checks.yaml: PPO on the Nature CNN on Breakout, about 9 h of one core per run; atari_checks_a2c.yaml:
+#       the Atari checks, in this order (experiments/studies/atari_checks.yaml: PPO on the Nature CNN on Breakout,
+#       6-9 h of one core per run; atari_checks_a2c_zoo.yaml: A2C at the SB3 zoo's settings on Pong; atari_checks_a2c.yaml:
 #       A2C on the Nature CNN on Pong and BeamRider, about 5.5 h), in ../atari-checks, on one core (CORES=1);
 #       STUDIES=atari_checks_a2c_zoo trains one of them
 #   GRID_NAME=rlhf scripts/paper_grid.sh start|status|publish|watch|stop
@@ -72,7 +72,7 @@ case "${GRID_NAME:-mujoco}" in
     # A2C on the Nature CNN on Pong and BeamRider (atari_checks_a2c.yaml); STUDIES narrows them. One run per job, on one core by default, in ../atari-checks; a publish writes
     # docs/atari-results.md again, whose checks section sets these runs beside the atari study's. Carried like Atari's.
     GRID="${GRID:-$(dirname "$REPO")/atari-checks}"
-    STUDIES="${STUDIES:-atari_checks_a2c_zoo,atari_checks,atari_checks_a2c}" GROUP_SIZE=1 SB3_REFERENCE=0 CORES="${CORES:-1}" GRID_CONFIG=() STATUS_SCOPE=() RESULTS_PAGE=atari ;;
+    STUDIES="${STUDIES:-atari_checks,atari_checks_a2c_zoo,atari_checks_a2c}" GROUP_SIZE=1 SB3_REFERENCE=0 CORES="${CORES:-1}" GRID_CONFIG=() STATUS_SCOPE=() RESULTS_PAGE=atari ;;
   rlhf)
     # The RLHF study at its full scale (issue 32: 300 runs of about a minute, ~5.7 core-hours; no checkpoints,
     # a stopped session loses the runs in progress only), on one core beside the Atari grid by default
