@@ -189,7 +189,7 @@ def table1_findings(scores: pd.DataFrame, random_scores: pd.Series, published: p
     the best, and the pairs of settings distinguishable from each other (analysis.table1.pairwise_differences)."""
     t1 = table1(scores, random_scores, n_resamples=n_resamples, seed=seed)
     checks = paper_checks(scores, random_scores, published, anchor=anchor, no_clip=no_clip, seed=seed,
-                          interval_resamples=n_resamples)  # ρ's interval: paper_checks' 2,000 resamples, as the reports
+                          interval_resamples=n_resamples)  # ρ's range: paper_checks' 2,000 resamples, as the reports
     label = t1.set_index("variant")["variant_label"].map(short_label)
     rows = t1.set_index("variant")
     best = str(t1["variant"].iloc[0])
