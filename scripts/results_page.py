@@ -196,8 +196,9 @@ def build(results: Path, out_dir: Path) -> Path:
              "Written by `python scripts/results_page.py` from the report `./repro paper` builds out of the runs "
              "published in `published/` (each section names its runs and the commit that built its report): "
              "gymnasium MuJoCo v5 tasks (the checks say where they use v4), 1M environment steps per run, 3 seeds "
-             "per setting and task, scores the mean return of each run's last 100 training episodes. Nothing here "
-             "is typed by hand.", ""]
+             "per setting and task (the paper's protocol; \"At a glance\", from the report's first page, reads every "
+             "published seed, the ten-seed grid's too, and says how many), scores the mean return of each run's last "
+             "100 training episodes. Nothing here is typed by hand.", ""]
     lines += ["## At a glance", *front_sections(results / "front_page.md"), ""]
     pending = []
     for name in STUDIES:
