@@ -8,7 +8,7 @@ The answers are the ones the reports give (analysis.table1, analysis.figure3), w
 count allows (analysis.stats.interval_method_for), so a conclusion may also move where the method changes, at 5
 seeds. :func:`seeds_needed` is a function of the records (one row per run: ``task``, ``variant``, ``variant_label``,
 ``seed``, ``score``, ``status``) and of a function that draws the conclusions from such a table
-(:func:`table1_findings`, :func:`figure3_findings`).
+(:func:`table1_findings`, :func:`figure3_claim_findings`, :func:`figure3_pair_findings`).
 """
 from __future__ import annotations
 
@@ -276,15 +276,6 @@ def figure3_pair_findings(scores: pd.DataFrame, random_scores: pd.Series, baseli
         Finding("Figure 3", f"PPO against {name}, over the tasks (normalised)", flipped,
                 _difference(-versus["diff_vs_anchor"], -versus["diff_ci_high"], -versus["diff_ci_low"])),
     ]
-
-
-def figure3_findings(scores: pd.DataFrame, random_scores: pd.Series, anchor: str = "clip_0.2",
-                     n_resamples: int = 10_000, seed: int = 0) -> list[Finding]:
-    """Figure 3's conclusions from ``scores`` (PPO, the ``anchor``, beside the baselines): those of
-    :func:`figure3_claim_findings`, then :func:`figure3_pair_findings` for each baseline."""
-    return [*figure3_claim_findings(scores, anchor, n_resamples, seed),
-            *(f for baseline in sorted(set(scores["variant"]) - {anchor})
-              for f in figure3_pair_findings(scores, random_scores, baseline, anchor, n_resamples, seed))]
 
 
 def table1_needed(scores: pd.DataFrame, random_scores: pd.Series, published: pd.Series, anchor: str = "clip_0.2",

@@ -8,7 +8,8 @@ import pytest
 
 import analysis.seeds_needed as seeds_needed_module
 from analysis.seeds import first_seeds
-from analysis.seeds_needed import (NEEDED_COLUMNS, Finding, figure3_findings, figure3_needed, ladder_gap,
+from analysis.seeds_needed import (NEEDED_COLUMNS, Finding, figure3_claim_findings, figure3_needed,
+                                   figure3_pair_findings, ladder_gap,
                                    needed_markdown,
                                    seed_ladder, seeds_needed, settled_text, settles_from, table1_findings,
                                    table1_needed, write_needed)
@@ -126,7 +127,10 @@ def test_figure3_findings_per_baseline_per_task_and_over_the_tasks():
         cells[(task, "clip_0.2")] = wiggle(10.0, 3)
         cells[(task, "a2c")] = wiggle(2.0, 3)
         cells[(task, "trpo")] = wiggle(10.1 if task == "T1" else 20.0, 3)
-    found = {f.question: f for f in figure3_findings(runs(cells), RANDOM, n_resamples=500)}
+    scores = runs(cells)
+    found = {f.question: f for f in [*figure3_claim_findings(scores, n_resamples=500),
+                                     *figure3_pair_findings(scores, RANDOM, "a2c", n_resamples=500),
+                                     *figure3_pair_findings(scores, RANDOM, "trpo", n_resamples=500)]}
     assert found["PPO against A2C, per task"].answer == "T1: above; T2: above"
     assert found["PPO against A2C, per task"].text == "above on T1, T2"
     assert found["PPO against A2C, over the tasks (normalised)"].answer == "above"
