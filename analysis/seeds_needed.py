@@ -109,8 +109,10 @@ def seeds_needed(scores: pd.DataFrame, findings: Findings, start: int = PAPER_SE
     run of seeds 0..n-1. Raises when a cell lacks one of seeds 0..start-1."""
     ns = seed_ladder(scores, start, variants)
     if not ns:
-        raise ValueError(f"seeds needed: every cell needs {seed_span(start)}; the runs have "
-                         f"{seed_counts(scores).text()}")
+        read = scores if variants is None else scores[scores["variant"].isin(variants)]
+        which = "every cell" if variants is None else f"every cell of {', '.join(variants)}"
+        raise ValueError(f"seeds needed: {which} needs {seed_span(start)}; the runs have "
+                         f"{seed_counts(read).text()}")
     by_n = [findings(first_seeds(scores, n)) for n in ns]
     questions = [(f.study, f.question) for f in by_n[0]]
     for n, got in zip(ns, by_n):

@@ -115,6 +115,11 @@ def test_no_ladder_below_three_seeds(tmp_path):
                              "unequal seeds: 2 to 8")
     with pytest.raises(ValueError, match="needs seeds 0–2"):
         table1_needed(two, RANDOM, PAPER)
+    # a pair's ladder reads the pair's cells only, and so does its error: no clipping's T1 cell has 2 seeds, the others 8
+    assert seed_ladder(two, variants=["clip_0.2", "kl_fixed_1"]) == [3, 4, 5, 6, 7, 8]
+    with pytest.raises(ValueError, match="every cell of clip_0.2, no_clip needs seeds 0–2; the runs have unequal "
+                                         "seeds: 2 to 8 per .*of the 4 cells, 1 have 2, 3 have 8"):
+        seeds_needed(two, lambda view: [], variants=["clip_0.2", "no_clip"])
     write_needed(reason, two, tmp_path / "n.csv", tmp_path / "n.md", [], "Seeds needed")
     assert pd.read_csv(tmp_path / "n.csv").empty and reason in (tmp_path / "n.md").read_text()
 
