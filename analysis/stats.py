@@ -360,6 +360,15 @@ def stratified_bootstrap_t(samples: Sequence[Sequence[float] | np.ndarray], sign
     ``dof`` is the Welch–Satterthwaite value of the data, for reference. NaN bounds when a sample has fewer than two
     values; zero width and infinite ``dof`` when no sample has any spread. The same ``seed`` gives the same
     interval."""
+    return _bootstrap_t(samples, signs, n_strata, n_resamples, confidence, seed)[0]
+
+
+def _bootstrap_t(samples: Sequence[Sequence[float] | np.ndarray], signs: Sequence[float], n_strata: int,
+                 n_resamples: int, confidence: float, seed: int) -> tuple[Difference, float]:
+    """:func:`stratified_bootstrap_t`'s interval and, from the same resamples, the two-sided p-value of "the statistic
+    is 0" that the interval inverts: 2·min(P(t* ≥ t), P(t* ≤ t)) with t = θ / se, each tail counted as
+    (1 + resamples beyond) / (1 + resamples), so it is never 0 and at least 2 / (1 + resamples). The interval at
+    ``confidence`` excludes 0 when this p is below 1 − confidence (but for the quantiles' interpolation)."""
     arrays = _strata_arrays(samples)
     if len(arrays) != len(signs):
         raise ValueError(f"{len(arrays)} samples against {len(signs)} signs")
@@ -367,7 +376,7 @@ def stratified_bootstrap_t(samples: Sequence[Sequence[float] | np.ndarray], sign
         raise ValueError(f"n_resamples must be >= 2, got {n_resamples}")
     base = _combined_t(arrays, signs, n_strata, confidence)
     if math.isnan(base.low) or math.isinf(base.dof):
-        return base
+        return base, _t_p(base, arrays, signs, n_strata)
     se = float(np.sqrt(sum(float(np.var(a, ddof=1)) / a.size for a in arrays)) / n_strata)
     rng = np.random.default_rng(seed)
     stat = np.zeros(n_resamples)
@@ -381,10 +390,25 @@ def stratified_bootstrap_t(samples: Sequence[Sequence[float] | np.ndarray], sign
     spread = se_star > 1e-9 * se  # a resample of identical values has no spread (its variance only rounding)
     t_star = (stat[spread] - base.point) / se_star[spread]
     if t_star.size < 2:
-        return Difference(base.point, math.nan, math.nan, base.dof)
+        return Difference(base.point, math.nan, math.nan, base.dof), math.nan
     alpha = (1.0 - confidence) / 2.0
     q_low, q_high = np.quantile(t_star, [alpha, 1.0 - alpha])
-    return Difference(base.point, float(base.point - q_high * se), float(base.point - q_low * se), base.dof)
+    t_zero = base.point / se
+    tail = min(np.count_nonzero(t_star >= t_zero), np.count_nonzero(t_star <= t_zero))
+    p = min(1.0, 2.0 * (1 + tail) / (1 + t_star.size))
+    return Difference(base.point, float(base.point - q_high * se), float(base.point - q_low * se), base.dof), p
+
+
+def _t_p(d: Difference, samples: Sequence[np.ndarray], signs: Sequence[float], n_strata: int) -> float:
+    """The two-sided p-value of "the statistic is 0" that :func:`_combined_t`'s interval ``d`` inverts (Student's t
+    at its Welch–Satterthwaite degrees of freedom); NaN where ``d`` has no interval, and 0 or 1 where no sample has
+    spread (the data leave no doubt: the statistic is 0 or it is not)."""
+    if math.isnan(d.dof):
+        return math.nan
+    if math.isinf(d.dof):
+        return 1.0 if d.point == 0 else 0.0
+    se = float(np.sqrt(sum(float(np.var(s, ddof=1)) / s.size for s in samples)) / n_strata)
+    return float(2.0 * scipy.stats.t.sf(abs(d.point) / se, d.dof))
 
 
 def _check_method(method: str) -> None:
@@ -408,13 +432,38 @@ def stratified_difference(xs: Sequence[Sequence[float] | np.ndarray], ys: Sequen
     """Mean over strata of (mean of ``xs[t]`` − mean of ``ys[t]``) with ``method``'s interval: Welch's
     (:func:`stratified_welch`) or the studentized bootstrap resampling both sides' seeds independently within
     each stratum (:func:`stratified_bootstrap_t`)."""
+    return stratified_difference_test(xs, ys, method, n_resamples, confidence, seed)[0]
+
+
+def stratified_difference_test(xs: Sequence[Sequence[float] | np.ndarray], ys: Sequence[Sequence[float] | np.ndarray],
+                               method: str = T_METHOD, n_resamples: int = 10_000, confidence: float = 0.95,
+                               seed: int = 0) -> tuple[Difference, float]:
+    """:func:`stratified_difference` and the two-sided p-value of "no difference" its interval inverts (Welch's t, or
+    the studentized bootstrap's from the same resamples: :func:`_bootstrap_t`), for tests of many pairs at once
+    (:func:`holm`)."""
     _check_method(method)
-    if method == T_METHOD:
-        return stratified_welch(xs, ys, confidence)
     if len(xs) != len(ys):
         raise ValueError(f"{len(xs)} strata against {len(ys)}")
-    return stratified_bootstrap_t([*xs, *ys], [1.0] * len(xs) + [-1.0] * len(ys), len(xs), n_resamples, confidence,
-                                  seed)
+    signs = [1.0] * len(xs) + [-1.0] * len(ys)
+    if method == T_METHOD:
+        d = stratified_welch(xs, ys, confidence)
+        return d, _t_p(d, _strata_arrays([*xs, *ys]), signs, len(xs))
+    return _bootstrap_t([*xs, *ys], signs, len(xs), n_resamples, confidence, seed)
+
+
+def holm(p_values: Sequence[float], family_level: float = 0.05) -> np.ndarray:
+    """Holm's step-down test of m hypotheses (Holm 1979): sorted ascending, the k-th smallest p (k = 1..m) is rejected
+    while it and every smaller one are at most family_level / (m − k + 1). The chance of rejecting any true
+    hypothesis stays at most family_level whatever their dependence, and it rejects every hypothesis Bonferroni's
+    p ≤ family_level / m does, and more. NaN p-values are never rejected and count in m. True where rejected, in the
+    order given. (Five lines, so not worth statsmodels' multipletests as a dependency.)"""
+    p = np.asarray(p_values, dtype=float)
+    rejected = np.zeros(p.size, dtype=bool)
+    for k, i in enumerate(np.argsort(np.where(np.isnan(p), np.inf, p), kind="stable")):
+        if not p[i] <= family_level / (p.size - k):
+            break
+        rejected[i] = True
+    return rejected
 
 
 def welch_samples(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray,

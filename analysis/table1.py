@@ -25,8 +25,8 @@ import pandas as pd
 import scipy.stats
 
 from analysis.seeds import seed_counts
-from analysis.stats import (BOOTSTRAP_T_METHOD, INTERVAL_METHODS, T_METHOD, interval_side, stratified_difference,
-                            stratified_interval)
+from analysis.stats import (BOOTSTRAP_T_METHOD, INTERVAL_METHODS, T_METHOD, holm, interval_side,
+                            stratified_difference, stratified_difference_test, stratified_interval)
 
 TABLE1_COLUMNS = [
     "variant",
@@ -424,14 +424,23 @@ def paper_checks(
     }
 
 
+# The family-wise error rate of the pairwise tests: the chance of calling at least one pair of equal settings
+# distinguishable, over all the pairs at once.
+FAMILY_LEVEL = 0.05
+PAIR_COLUMNS = ["higher", "lower", "difference", "ci_low", "ci_high", "p", "distinguishable", "distinguishable_family"]
+
+
 def pairwise_differences(scores: pd.DataFrame, random_scores: pd.Series, method: str | None = None,
-                         n_resamples: int = 10_000, confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
+                         n_resamples: int = 10_000, confidence: float = 0.95, seed: int = 0,
+                         family_level: float = FAMILY_LEVEL) -> pd.DataFrame:
     """Every pair of settings of a Table 1, normalised as :func:`table1` does: ``higher`` (the higher mean) −
     ``lower`` over the tasks both ran, with ``method``'s interval of the difference (:func:`best_rule`'s, by default
-    the one the smallest cell allows), and ``distinguishable`` when the interval lies wholly above 0 and the
-    difference is at least :data:`TIE_MARGIN`. Each pair is tested at 95% on its own: with 11 settings, 55 tests,
-    so a few "distinguishable" pairs are expected by chance where no setting differs. One row per pair, the
-    largest difference first."""
+    the one the smallest cell allows) and the two-sided ``p`` of no difference that the interval inverts.
+    ``distinguishable`` when the interval lies wholly above 0 and the difference is at least :data:`TIE_MARGIN`: each
+    pair tested at 95% on its own, so with 11 settings, 55 tests, a few pairs are expected "distinguishable" by chance
+    where no setting differs. ``distinguishable_family`` holds the chance of calling any equal pair distinguishable at
+    ``family_level`` over all the pairs (Holm's test of their p, :func:`analysis.stats.holm`), with the same margin.
+    One row per pair, the largest difference first."""
     method = method or seed_counts(scores).method
     norm = normalize_scores(scores, random_scores)
     variants = sorted(norm["variant"].unique())
@@ -444,9 +453,10 @@ def pairwise_differences(scores: pd.DataFrame, random_scores: pd.Series, method:
             shared = sorted(set(by_task[high]) & set(by_task[low]))
             if not shared:
                 continue
-            d = stratified_difference([by_task[high][t] for t in shared], [by_task[low][t] for t in shared], method,
-                                      n_resamples, confidence, seed)
+            d, p = stratified_difference_test([by_task[high][t] for t in shared], [by_task[low][t] for t in shared],
+                                              method, n_resamples, confidence, seed)
             rows.append({"higher": high, "lower": low, "difference": d.point, "ci_low": d.low, "ci_high": d.high,
-                         "distinguishable": interval_side(d.low, d.high) == "above 0" and d.point >= TIE_MARGIN})
-    out = pd.DataFrame(rows, columns=["higher", "lower", "difference", "ci_low", "ci_high", "distinguishable"])
+                         "p": p, "distinguishable": interval_side(d.low, d.high) == "above 0" and d.point >= TIE_MARGIN})
+    out = pd.DataFrame(rows, columns=PAIR_COLUMNS[:-1])
+    out["distinguishable_family"] = holm(out["p"], family_level) & (out["difference"] >= TIE_MARGIN)
     return out.sort_values(["difference", "higher", "lower"], ascending=[False, True, True]).reset_index(drop=True)

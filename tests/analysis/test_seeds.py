@@ -8,11 +8,12 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.stats
 
 from analysis.seeds import first_seeds, seed_counts
-from analysis.stats import (BOOTSTRAP_FROM, BOOTSTRAP_T_METHOD, INTERVAL_METHODS, T_METHOD, interval_method_for,
-                            stratified_bootstrap_t, stratified_difference, stratified_interval, stratified_t_interval,
-                            stratified_welch)
+from analysis.stats import (BOOTSTRAP_FROM, BOOTSTRAP_T_METHOD, INTERVAL_METHODS, T_METHOD, holm,
+                            interval_method_for, stratified_bootstrap_t, stratified_difference,
+                            stratified_difference_test, stratified_interval, stratified_t_interval, stratified_welch)
 from analysis.table1 import best_rule, normalize_scores, table1
 
 RANDOM = pd.Series({"T1": 0.0, "T2": 0.0})
@@ -101,3 +102,50 @@ def test_studentized_bootstrap_edge_cases():
     assert (flat.point, flat.low, flat.high, flat.dof) == (2.0, 2.0, 2.0, math.inf)  # no spread: no doubt
     with pytest.raises(ValueError, match="interval method must be one of"):
         stratified_interval([[1.0, 2.0]], "percentile")
+
+
+def test_welch_p_is_scipys_and_inverts_the_interval():
+    """One stratum: the p of stratified_difference_test's t method is scipy's Welch test of the same two samples, and
+    the interval at confidence 1 − p has 0 at its edge."""
+    a, b = [5.1, 6.3, 4.8, 7.0], [3.9, 4.4, 5.2]
+    d, p = stratified_difference_test([a], [b], T_METHOD)
+    assert d == stratified_welch([a], [b])
+    assert p == pytest.approx(scipy.stats.ttest_ind(a, b, equal_var=False).pvalue, rel=1e-12)
+    edge = stratified_welch([a], [b], confidence=1 - p)
+    assert edge.low == pytest.approx(0.0, abs=1e-12)
+    # two strata: the t statistic over the pooled standard error, Welch–Satterthwaite degrees of freedom
+    xs, ys = [a, [1.0, 2.0, 2.5]], [b, [0.5, 1.5, 1.0]]
+    d, p = stratified_difference_test(xs, ys, T_METHOD)
+    se = math.sqrt(sum(np.var(x, ddof=1) / len(x) for x in xs + ys)) / 2
+    assert p == pytest.approx(2 * scipy.stats.t.sf(d.point / se, d.dof), rel=1e-12)
+    assert math.isnan(stratified_difference_test([[1.0]], [[2.0, 3.0]], T_METHOD)[1])  # one run has no spread
+    assert stratified_difference_test([[5.0] * 3], [[3.0] * 3], T_METHOD)[1] == 0.0  # no spread: no doubt
+    assert stratified_difference_test([[5.0] * 3], [[5.0] * 3], T_METHOD)[1] == 1.0
+
+
+def test_bootstrap_p_comes_from_the_intervals_resamples():
+    """The studentized bootstrap's p and interval share their resamples: the interval is the one
+    stratified_difference gives, 0 lies outside it exactly where the p is below 5% (far from the edge here), the p
+    is never below 2 / (1 + resamples), and the same seed gives the same p."""
+    rng = np.random.default_rng(4)
+    far = ([rng.normal(3.0, 1.0, 6), rng.normal(2.0, 1.0, 6)], [rng.normal(0.0, 1.0, 6), rng.normal(0.0, 1.0, 6)])
+    near = ([rng.normal(0.1, 1.0, 6), rng.normal(0.0, 1.0, 6)], [rng.normal(0.0, 1.0, 6), rng.normal(0.0, 1.0, 6)])
+    for xs, ys, apart in (far + (True,), near + (False,)):
+        d, p = stratified_difference_test(xs, ys, BOOTSTRAP_T_METHOD, 2000, seed=7)
+        assert d == stratified_difference(xs, ys, BOOTSTRAP_T_METHOD, 2000, seed=7)
+        assert (d.low > 0 or d.high < 0) == apart and (p < 0.05) == apart
+        assert p >= 2 / 2001 and (d, p) == stratified_difference_test(xs, ys, BOOTSTRAP_T_METHOD, 2000, seed=7)
+    _, p = stratified_difference_test(*far, BOOTSTRAP_T_METHOD, 2000, seed=7)
+    assert (p * 2001 / 2) == pytest.approx(round(p * 2001 / 2)) and p < 0.01  # (1 + a count) · 2 / 2001
+
+
+def test_holm_by_hand():
+    """Holm's step-down test at 5%: sorted p against 0.05/m, 0.05/(m − 1), …, stopping at the first that fails."""
+    # m = 4: 0.005 <= 0.0125, 0.01 <= 0.0167, 0.03 > 0.025: stop, so 0.04 stays too
+    assert holm([0.01, 0.04, 0.03, 0.005]).tolist() == [True, False, False, True]
+    # m = 3: 0.01 <= 0.0167, 0.02 <= 0.025, 0.03 <= 0.05: all three, where Bonferroni (0.0167) keeps only 0.01
+    assert holm([0.03, 0.01, 0.02]).tolist() == [True, True, True]
+    # a NaN is never rejected and counts in m: 0.001 <= 0.0167, 0.02 <= 0.025
+    assert holm([math.nan, 0.001, 0.02]).tolist() == [False, True, True]
+    assert holm([0.02, 0.02], family_level=0.04).tolist() == [True, True]  # ties: 0.02 <= 0.04/2, then <= 0.04
+    assert holm([0.06]).tolist() == [False] and holm([]).tolist() == []

@@ -3,18 +3,22 @@ by hand: a conclusion that flips at 5 seeds settles at 5, one that changes at th
 table of unequal seed counts is followed only as far as every cell goes, and says so."""
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 import pytest
+import scipy.stats
 
 import analysis.seeds_needed as seeds_needed_module
 from analysis.seeds import first_seeds
+from analysis.table1 import pairwise_differences
 from analysis.seeds_needed import (NEEDED_COLUMNS, Finding, figure3_claim_findings, figure3_needed,
                                    figure3_pair_findings, ladder_gap,
                                    needed_markdown,
                                    seed_ladder, seeds_needed, settled_text, settles_from, table1_findings,
                                    table1_needed, write_needed)
 
-LABELS = {"clip_0.2": "Clipping, ε = 0.2", "kl_fixed_1": "Fixed KL, β = 1", "no_clip": "No clipping or penalty",
+LABELS = {"clip_0.1": "Clipping, ε = 0.1", "clip_0.2": "Clipping, ε = 0.2", "kl_fixed_1": "Fixed KL, β = 1", "no_clip": "No clipping or penalty",
           "a2c": "A2C", "trpo": "TRPO"}
 PAPER = pd.Series({"clip_0.2": 0.82, "kl_fixed_1": 0.71, "no_clip": -0.39})
 RANDOM = pd.Series({"T1": 0.0, "T2": 0.0})
@@ -124,6 +128,25 @@ def test_no_ladder_below_three_seeds(tmp_path):
     assert pd.read_csv(tmp_path / "n.csv").empty and reason in (tmp_path / "n.md").read_text()
 
 
+def test_pairs_distinguishable_one_at_a_time_and_over_the_family():
+    """Four settings 0.5 apart on two tasks (random 0), each cell's seeds at base, base + 0.6, base + 0.3: normalised by
+    the best task mean 10.3, neighbours differ by 0.5 / 10.3 = 0.0485 with se = √(4 · 0.03) / 10.3 / 2 = 0.0168, t =
+    2.887 on 8 degrees of freedom, p = 0.0203: each neighbouring pair is distinguishable at 95% on its own, but Holm
+    over the 6 pairs stops there (the three smaller p pass 0.05/6, 0.05/5, 0.05/4; 0.0203 > 0.05/3)."""
+    cells = {}
+    for task in RANDOM.index:
+        for k, variant in enumerate(["clip_0.2", "kl_fixed_1", "clip_0.1", "no_clip"]):
+            cells[(task, variant)] = [10.0 - 0.5 * k + d for d in (0.0, 0.6, 0.3)]
+    pairs = pairwise_differences(runs(cells), RANDOM).set_index(["higher", "lower"])
+    neighbours = [("clip_0.2", "kl_fixed_1"), ("kl_fixed_1", "clip_0.1"), ("clip_0.1", "no_clip")]
+    t = (0.5 / 10.3) / (math.sqrt(4 * 0.03) / 10.3 / 2)
+    for pair in neighbours:
+        assert pairs.loc[pair, "p"] == pytest.approx(2 * scipy.stats.t.sf(t, 8), rel=1e-9)
+        assert pairs.loc[pair, "p"] == pytest.approx(0.0203, abs=5e-5)
+    assert pairs["distinguishable"].all()
+    assert sorted(pairs.index[~pairs["distinguishable_family"]]) == sorted(neighbours)
+
+
 def test_figure3_findings_per_baseline_per_task_and_over_the_tasks():
     """PPO about 10 on both tasks; A2C about 2 (below PPO everywhere); TRPO about 10 on T1 and 20 on T2 (above PPO
     there): PPO is best on T1 only, below the best other algorithm on T2, above A2C on both tasks and over them."""
@@ -186,3 +209,7 @@ def test_table1_findings_name_the_distinguishable_pairs_by_the_higher_setting():
                               "(each pair at 95% on its own)")
     assert sorted(pairs.answer.split("; ")) == ["No clipping or penalty > β = 1", "ε = 0.2 > No clipping or penalty",
                                                 "ε = 0.2 > β = 1"]
+    family = found["pairs distinguishable with 5% family-wise error"]
+    assert (family.text, family.answer) == ("3 of 3", pairs.answer)
+    assert family.evidence == ("ε = 0.2 > No clipping or penalty, β = 1; No clipping or penalty > β = 1 (Holm's test "
+                               "over the 3 pairs: at most 5% chance of any equal pair called distinguishable)")
