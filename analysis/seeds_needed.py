@@ -195,7 +195,7 @@ def table1_findings(scores: pd.DataFrame, random_scores: pd.Series, published: p
     label = t1.set_index("variant")["variant_label"].map(short_label)
     rows = t1.set_index("variant")
     best = str(t1["variant"].iloc[0])
-    low, high = checks["rho_ci"]
+    low, high = checks["rho_range"]
     below = [label[v] for v in t1["variant"] if rows.loc[v, "vs_best"] == "below"]
     pairs = pairwise_differences(scores, random_scores, n_resamples=n_resamples, seed=seed)
     rank = {v: k for k, v in enumerate(t1["variant"])}

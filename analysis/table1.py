@@ -316,7 +316,7 @@ def spearman(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
 RHO_PERMUTATIONS = 100_000
 AGREEMENT_LEVEL = 0.05  # the ranking agrees with the paper's when agreement_p is below it
 
-# What ρ's range over resampled seeds (paper_checks' rho_ci) is and is not, from the simulation
+# What ρ's range over resampled seeds (paper_checks' rho_range) is and is not, from the simulation
 # `scripts/interval_coverage.py --rho --draws 200 --seeds 3 5 10` (truth: the cell means of every published seed of
 # Table 1; normal, skewed and bimodal seeds; Intel Xeon, 2026-11-30), run twice as seed 5 landed: at 01:20 the
 # truth's ρ with the paper was 0.90, at 02:24 0.74 (after HalfCheetah's and Reacher's seed 5):
@@ -397,7 +397,7 @@ def paper_checks(
         "n_variants_with_paper_value": int(has.sum()),
         "rho": float(rho[0]),
         "rho_p": agreement_p(table[0, has], paper[has], seed=seed),
-        "rho_ci": [float(np.quantile(rho[1:], alpha)), float(np.quantile(rho[1:], 1 - alpha))],
+        "rho_range": [float(np.quantile(rho[1:], alpha)), float(np.quantile(rho[1:], 1 - alpha))],
         "no_clip_rank": int(point_rank[no_clip]) if no_clip in point_rank else None,
         "no_clip_last": bool(point_rank.get(no_clip) == len(variants)),
         "no_clip_last_fraction": float((ranks[1:, variants.index(no_clip)] == len(variants)).mean())
@@ -415,9 +415,9 @@ def paper_checks(
                                for _, v in moved[:3]],
         "n_resamples": n_resamples,
         "interval_method": method,
-        "method": "rho_p: one-sided permutation test of rho > 0 (analysis.table1.agreement_p); rho_ci and the "
+        "method": "rho_p: one-sided permutation test of rho > 0 (analysis.table1.agreement_p); rho_range and the "
                   "fractions: seeds resampled with replacement within each (variant, task), the best setting per "
-                  "task, the normalisation and the mean over tasks recomputed per resample, percentiles (rho_ci: "
+                  "task, the normalisation and the mean over tasks recomputed per resample, percentiles (rho_range: "
                   f"{RHO_SPREAD}); best_ci: Table 1's 95% interval, {INTERVAL_METHODS[method]} "
                   f"(normalisation fixed); anchor_minus_best: {DIFFERENCE_INTERVALS[method]}, anchor_vs_best by "
                   "analysis.table1.best_rule",

@@ -94,7 +94,7 @@ def rank_agreement_lines(path: Path) -> list[str]:
     lines = [f"- Spearman ρ between our normalised scores and the paper's, over {data['n']} settings: "
              f"{data['rho']:.2f} (one-sided permutation test: p {p_text(data['p'])})."]
     if checks:
-        low, high = checks["rho_ci"]
+        low, high = checks["rho_range"]
         lines += [
             f"- With the seeds resampled ({checks['n_resamples']:,} times; the best setting per task and the "
             f"normalisation recomputed each time): ρ = {checks['rho']:.2f}, {low:.2f} to {high:.2f} over the "

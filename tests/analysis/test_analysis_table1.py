@@ -212,7 +212,7 @@ def test_paper_checks_by_hand_without_seed_noise():
                      ("no_clip", "T2"): [2] * 3, ("clip_0.2", "T2"): [4] * 3, ("kl", "T2"): [6] * 3})
     published = pd.Series({"no_clip": -0.39, "clip_0.2": 0.82, "kl": 0.9})
     checks = paper_checks(scores, pd.Series({"T1": 0.0, "T2": 0.0}), published, n_resamples=200)
-    assert checks["rho"] == pytest.approx(0.5) and checks["rho_ci"] == pytest.approx([0.5, 0.5])
+    assert checks["rho"] == pytest.approx(0.5) and checks["rho_range"] == pytest.approx([0.5, 0.5])
     assert checks["no_clip_last"] and checks["no_clip_rank"] == 3 and checks["no_clip_last_fraction"] == 1.0
     assert checks["best_variant"] == "clip_0.2" and checks["best_ci"] == pytest.approx([5 / 6, 5 / 6])
     assert checks["anchor_within_best_ci"] and checks["anchor_best_fraction"] == 1.0
@@ -227,7 +227,7 @@ def test_paper_checks_interval_reflects_seed_noise():
                      ("no_clip", "T2"): [2] * 3, ("clip_0.2", "T2"): [4] * 3, ("kl", "T2"): [6] * 3})
     published = pd.Series({"no_clip": -0.39, "clip_0.2": 0.82, "kl": 0.74})
     checks = paper_checks(scores, pd.Series({"T1": 0.0, "T2": 0.0}), published, n_resamples=2000, seed=1)
-    assert checks["rho_ci"][0] < checks["rho"] <= checks["rho_ci"][1]
+    assert checks["rho_range"][0] < checks["rho"] <= checks["rho_range"][1]
     # no_clip stays last unless the outlier is drawn at least twice (P = 7/27 = 0.259 per resample)
     assert abs((1 - checks["no_clip_last_fraction"]) - 7 / 27) < 0.03
     assert checks["n_resamples"] == 2000

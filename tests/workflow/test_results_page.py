@@ -12,7 +12,7 @@ results_page = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(results_page)
 
 RANKS = {"n": 11, "rho": 0.7, "p": 0.01, "checks": {
-    "rho": 0.7, "rho_ci": [0.4, 0.9], "no_clip_rank": 11, "no_clip_last_fraction": 1.0, "best_variant": "clip_0.1",
+    "rho": 0.7, "rho_range": [0.4, 0.9], "no_clip_rank": 11, "no_clip_last_fraction": 1.0, "best_variant": "clip_0.1",
     "best_ci": [0.8, 0.9], "anchor": "clip_0.2", "anchor_score": 0.77, "anchor_within_best_ci": False,
     "anchor_best_fraction": 0.002, "largest_rank_moves": [{"variant": "clip_0.3", "rank_ours": 2, "rank_paper": 7.0}],
     "n_resamples": 2000}}

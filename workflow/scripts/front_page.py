@@ -364,7 +364,7 @@ def paper_table1(published: Path, random_scores: pd.Series | None, n_resamples: 
             row[-1:-1] = [f"{r3.rank_ours:g}"]
     table = "\n".join(["| " + " | ".join(head) + " |", "|" + "|".join(align) + "|",
                        *("| " + " | ".join(b) + " |" for b in body)])
-    low, high = checks["rho_ci"]
+    low, high = checks["rho_range"]
     n_settings = agreement["n"]
     anchor_side = checks["anchor_vs_best"]
     found = {"ranks": checks["rho_p"] < AGREEMENT_LEVEL, "no_clip": checks["no_clip_last"],
@@ -376,7 +376,7 @@ def paper_table1(published: Path, random_scores: pd.Series | None, n_resamples: 
         f"{'above' if found['ranks'] else 'not above'} 0 beyond chance (permutation test, p {p_text(checks['rho_p'])}), "
         f"{low:.2f} to {high:.2f} over resampled seeds"
         + (f"; {seed_span(PAPER_SEEDS)} alone: ρ = {checks3['rho']:.2f}, p {p_text(checks3['rho_p'])}, "
-           f"{checks3['rho_ci'][0]:.2f} to {checks3['rho_ci'][1]:.2f}" if more else ""),
+           f"{checks3['rho_range'][0]:.2f} to {checks3['rho_range'][1]:.2f}" if more else ""),
         ("no clipping or penalty last, as in the paper" if found["no_clip"] else
          f"no clipping or penalty ranks {checks['no_clip_rank']} of {n_settings}, the paper's last"),
         f"the paper's best, {label[study.anchor]}, " + (
