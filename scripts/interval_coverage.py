@@ -24,6 +24,25 @@ agreement (p < 0.05), and the mean of ρ − the true ρ; twice: against the pap
 them over the settings whose true ρ is nearest 0 (how often "agreement" is found where there is none).
 
     .venv/bin/python scripts/interval_coverage.py --rho --draws 500 --seeds 3 5 10
+
+With --best, how the two rules that call a setting below the best err: each setting's own 95% test against the best
+setting of the same runs (Table 1's vs_best, analysis.table1.best_rule), and Holm's family-wise 5% over all 55 pairs
+(analysis.table1.pairwise_differences' distinguishable_family, the pairs of the best). Two worlds of normal seeds at
+every published (setting, task) cell's standard deviation: "equal", every setting's true mean on a task set to ε =
+0.2's (no setting is below any other), and "published", the cells' published means. Prints how often a table calls
+any setting below the best, how many it calls on average, and how often it calls ε = 0.2 below the best.
+
+    .venv/bin/python scripts/interval_coverage.py --best --draws 200 --seeds 3 5 10 --resamples 2000
+
+Its result on 2026-11-30 (Intel Xeon; the published world: every published seed as of that morning; ±0.035 at 200
+draws), fractions of tables and mean settings called below:
+    world      seeds  any below, each  mean, each  ε = 0.2, each  any below, family  mean, family  ε = 0.2, family
+    equal          3            0.455        1.02          0.090              0.025         0.025            0.005
+    equal          5            0.515        1.10          0.125              0.020         0.025            0.010
+    equal         10            0.610        1.54          0.110              0.015         0.025            0.000
+    published      3            1.000        3.66          0.060              0.985         1.43             0.000
+    published      5            1.000        4.67          0.120              1.000         2.19             0.005
+    published     10            1.000        5.36          0.135              1.000         3.21             0.005
 """
 from __future__ import annotations
 
@@ -37,8 +56,8 @@ import scipy.stats
 from analysis.io import load_random, load_study
 from analysis.scores import final_scores
 from analysis.stats import stratified_bootstrap_ci, stratified_bootstrap_t, stratified_t_interval
-from analysis.table1 import (agreement_p, load_published_table1, normalize_scores, paper_rows, resampled_table1,
-                             spearman, table1)
+from analysis.table1 import (agreement_p, load_published_table1, normalize_scores, pairwise_differences, paper_rows,
+                             resampled_table1, spearman, table1)
 
 ROOT = Path(__file__).resolve().parents[1]
 SHAPES = ("normal", "skewed", "bimodal")
@@ -164,6 +183,46 @@ def rho_main(args) -> int:
     return 0
 
 
+def below_the_best(scores: pd.DataFrame, random: pd.Series, resamples: int, seed: int) -> tuple[set, set]:
+    """The settings a Table 1 of ``scores`` calls below its best: by each setting's own test against the best (vs_best)
+    and by Holm's family-wise test over all pairs (the pairs of the best that are distinguishable_family)."""
+    scores = scores.assign(variant_label=scores["variant"], status="completed",
+                           run_id=scores["task"] + "/" + scores["variant"] + "/seed" + scores["seed"].astype(str))
+    t1 = table1(scores, random, n_resamples=resamples, seed=seed)
+    best = t1["variant"].iloc[0]
+    pairs = pairwise_differences(scores, random, n_resamples=resamples, seed=seed)
+    family = pairs[pairs["distinguishable_family"] & (pairs["higher"] == best)]
+    return set(t1.loc[t1["vs_best"] == "below", "variant"]), set(family["lower"])
+
+
+def best_main(args) -> int:
+    """The --best simulation: the false and true "below the best" of each rule in the equal and the published world."""
+    scores = final_scores(load_study(ROOT / "published/table1/paper/runs")[0])
+    random = load_random(sorted((ROOT / "published/random").glob("*-v5.parquet")))
+    cells = scores.groupby(["variant", "task"])["score"]
+    means, sds = cells.mean().unstack(), cells.std().unstack()
+    equal = means.copy()
+    equal.loc[:, :] = means.loc["clip_0.2"].to_numpy()[None, :]
+    rng = np.random.default_rng(0)
+    rows = []
+    for world, truth in (("equal", equal), ("published", means)):
+        for n in args.seeds:
+            found = {"each": [], "family": []}
+            for k in range(args.draws):
+                each, family = below_the_best(simulated_scores(truth, sds, n, "normal", rng), random, args.resamples, k)
+                found["each"].append(each)
+                found["family"].append(family)
+            row = {"world": world, "seeds": n}
+            for rule, sets in found.items():
+                row |= {f"any below, {rule}": np.mean([bool(x) for x in sets]),
+                        f"mean below, {rule}": np.mean([len(x) for x in sets]),
+                        f"ε = 0.2 below, {rule}": np.mean(["clip_0.2" in x for x in sets])}
+            rows.append(row)
+            print(row, flush=True)
+    print(pd.DataFrame(rows).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--draws", type=int, default=500)
@@ -172,9 +231,12 @@ def main(argv=None) -> int:
     parser.add_argument("--variants", nargs="+", default=["clip_0.1", "no_clip", "kl_fixed_0.3"])
     parser.add_argument("--rho", action="store_true", help="the coverage of Spearman's ρ's interval instead")
     parser.add_argument("--permutations", type=int, default=10_000, help="--rho: the permutation test's draws")
+    parser.add_argument("--best", action="store_true", help="how the rules that call a setting below the best err")
     args = parser.parse_args(argv)
     if args.rho:
         return rho_main(args)
+    if args.best:
+        return best_main(args)
     scores = final_scores(load_study(ROOT / "published/table1/paper/runs")[0])
     scores = scores[scores["seed"] < 3]
     random = load_random(sorted((ROOT / "published/random").glob("*-v5.parquet")))

@@ -146,6 +146,19 @@ def test_pairs_distinguishable_one_at_a_time_and_over_the_family():
     assert pairs["distinguishable"].all()
     assert sorted(pairs.index[~pairs["distinguishable_family"]]) == sorted(neighbours)
 
+    # the best's own tests call β = 1 below it; over the family only ε = 0.1 and no clipping are
+    found = {f.question: f.answer for f in table1_findings(runs(cells), RANDOM, PAPER.reindex(LABELS).dropna()
+                                                           .combine_first(pd.Series({"clip_0.1": 0.76})))}
+    assert found["settings below the best"] == "β = 1, ε = 0.1, No clipping or penalty"
+    assert found["settings below the best with 5% family-wise error"] == "ε = 0.1, No clipping or penalty"
+    # the studentized bootstrap at 6 seeds, asked for 100 resamples: its p could not go below 2/101 > 0.05/6, so it
+    # takes 4 · 6 / 0.05 = 480, and the pairs 1.0 apart or more (t ≈ 9 on 20 degrees of freedom) pass Holm
+    six = {cell: values + [v + 0.1 for v in values] for cell, values in cells.items()}
+    boot = pairwise_differences(runs(six), RANDOM, n_resamples=100).set_index(["higher", "lower"])
+    assert boot.loc[("clip_0.2", "clip_0.1"), "p"] >= 2 / 481
+    far = [pair for pair in boot.index if pair not in neighbours]
+    assert boot.loc[far, "distinguishable_family"].all()
+
 
 def test_figure3_findings_per_baseline_per_task_and_over_the_tasks():
     """PPO about 10 on both tasks; A2C about 2 (below PPO everywhere); TRPO about 10 on T1 and 20 on T2 (above PPO
@@ -209,6 +222,9 @@ def test_table1_findings_name_the_distinguishable_pairs_by_the_higher_setting():
                               "(each pair at 95% on its own)")
     assert sorted(pairs.answer.split("; ")) == ["No clipping or penalty > β = 1", "ε = 0.2 > No clipping or penalty",
                                                 "ε = 0.2 > β = 1"]
+    below = found["settings below the best with 5% family-wise error"]
+    assert (below.answer, below.evidence) == ("No clipping or penalty, β = 1", "2 of 2 (the best's pairs that pass "
+                                                                                 "Holm's test over all 3)")
     family = found["pairs distinguishable with 5% family-wise error"]
     assert (family.text, family.answer) == ("3 of 3", pairs.answer)
     assert family.evidence == ("ε = 0.2 > No clipping or penalty, β = 1; No clipping or penalty > β = 1 (Holm's test "

@@ -233,7 +233,7 @@ def test_three_seed_view_of_the_published_runs_is_todays_table1_and_figure3(monk
 
     line, note, tables = front_page.paper_seeds_needed(PUBLISHED, random, n_resamples=2000)
     assert line.startswith("**Seeds each conclusion needs: open**: seeds 0–2 (the paper's protocol) are published in "
-                           "every cell of Table 1 and Figure 3, so none of their 20 conclusions")
+                           "every cell of Table 1 and Figure 3, so none of their 21 conclusions")
     assert "| Table 1 | No clipping or penalty last | yes: rank 11, last in 100% of resamples | open: only 3 seeds in " \
            "every cell |" in tables
 
@@ -266,10 +266,10 @@ def test_seeds_needed_follows_table1_past_three_seeds_while_figure3_waits(monkey
     line, _, tables = front_page.paper_seeds_needed(PUBLISHED, published_random(), n_resamples=300)
     assert line.startswith("**Seeds each conclusion needs** (Table 1: seeds 0–2 up to seeds 0–3, the seeds every cell "
                            "a conclusion reads has): ")
-    assert " of 8 conclusions stay as at 3 seeds" in line and "Figure 3, " not in line
+    assert " of 9 conclusions stay as at 3 seeds" in line and "Figure 3, " not in line
     assert line.endswith("; 12 of Figure 3 wait for seed 3 in every cell they read.")
     table1_rows, figure3_rows = (t.splitlines()[2:] for t in tables.split("\n\n"))
-    assert len(table1_rows) == 8 and len(figure3_rows) == 12
+    assert len(table1_rows) == 9 and len(figure3_rows) == 12
     assert all(r.endswith("| open: only 3 seeds in every cell |") for r in figure3_rows)
 
 
@@ -282,7 +282,7 @@ def test_figure3_follows_one_pair_while_the_other_baselines_wait(monkeypatch):
     monkeypatch.setattr(front_page, "published_seeds", lambda published, names=None: 5)
     line, _, tables = front_page.paper_seeds_needed(PUBLISHED, published_random(), n_resamples=300)
     assert line == ("**Seeds each conclusion needs** (Figure 3: seeds 0–2 up to seeds 0–3 for some, the seeds every cell "
-                    "a conclusion reads has): 2 of 2 conclusions stay as at 3 seeds; 8 of Table 1 wait for seed 3 in "
+                    "a conclusion reads has): 2 of 2 conclusions stay as at 3 seeds; 9 of Table 1 wait for seed 3 in "
                     "every cell they read; 10 of Figure 3 wait for seed 3 in every cell they read.")
     figure3 = tables.split("\n\n")[1].splitlines()
     assert figure3[0] == ("| study | conclusion | seeds 0–2 (the paper's 3) | the most seeds every cell it reads has | "
@@ -316,7 +316,7 @@ def test_seeds_beyond_the_paper_sit_beside_its_three(monkeypatch):
     assert line.startswith("**Seeds each conclusion needs** (seeds 0–2 up to seeds 0–3, the seeds every cell a conclusion reads has): ")
     first = tables.split("\n\n")[0].splitlines()
     assert first[0] == "| study | conclusion | seeds 0–2 (the paper's 3) | seeds 0–3 | stops changing from |"
-    assert len(first) == 2 + 8 and all(r.endswith(("(same up to 4) |", "not settled: changes at 4 |")) for r in first[2:])
+    assert len(first) == 2 + 9 and all(r.endswith(("(same up to 4) |", "not settled: changes at 4 |")) for r in first[2:])
 
 
 def test_atari_finding_counts_each_kind_of_verdict():
