@@ -34,6 +34,14 @@ any setting below the best, how many it calls on average, and how often it calls
 
     .venv/bin/python scripts/interval_coverage.py --best --draws 200 --seeds 3 5 10 --resamples 2000
 
+With --claim, how often Figure 3's claim check (analysis.figure3.claim_table, claim_outcome) finds PPO below the best
+other algorithm on a task, and the claim not reproduced, where every algorithm's true mean on a task is PPO's
+(each (algorithm, task) cell keeps its published standard deviation; normal seeds): the best other algorithm is
+picked from the same runs, so the single Welch test against it errs more often than 2.5%. Beside it, Holm's test of
+PPO against each other algorithm (the 5 Welch p of the algorithms with a higher mean) as the per-task rule.
+
+    .venv/bin/python scripts/interval_coverage.py --claim --draws 1000 --seeds 3 5 10
+
 Its result on 2026-11-30 (Intel Xeon; the published world: every published seed as of that morning; ±0.035 at 200
 draws), fractions of tables and mean settings called below:
     world      seeds  any below, each  mean, each  ε = 0.2, each  any below, family  mean, family  ε = 0.2, family
@@ -223,6 +231,43 @@ def best_main(args) -> int:
     return 0
 
 
+def claim_main(args) -> int:
+    """The --claim simulation: Figure 3's per-task "below the best" and claim outcome where all algorithms are equal."""
+    from analysis.figure3 import claim_outcome, claim_table
+    from analysis.stats import holm, stratified_difference_test
+    scores = pd.concat([final_scores(load_study(ROOT / f"published/{study}/paper/runs")[0]) for study in
+                        ("figure3", "table1")])
+    scores = scores[scores["variant"].isin(["clip_0.2", "a2c", "a2c_trust_region", "trpo", "vpg_adaptive", "cem"])]
+    cells = scores.groupby(["variant", "task"])["score"]
+    sds = cells.std().unstack()
+    equal = sds.copy()
+    equal.loc[:, :] = cells.mean().unstack().loc["clip_0.2"].to_numpy()[None, :]
+    rng = np.random.default_rng(0)
+    rows = []
+    for n in args.seeds:
+        below, below_holm, not_reproduced, not_reproduced_holm = [], [], [], []
+        for _ in range(args.draws):
+            sim = simulated_scores(equal, sds, n, "normal", rng)
+            claim = claim_table(sim, n_resamples=10)
+            below.append((claim["verdict"] == "below the best").mean())
+            not_reproduced.append(claim_outcome(claim) == "not reproduced")
+            tasks_below = 0
+            for _, group in sim.groupby("task"):
+                ppo = group.loc[group["variant"] == "clip_0.2", "score"].to_numpy()
+                tests = [stratified_difference_test([ppo], [g["score"].to_numpy()]) for v, g in group.groupby("variant")
+                         if v != "clip_0.2"]
+                p = [p if d.point < 0 else 1.0 for d, p in tests]  # only the algorithms above PPO
+                tasks_below += bool(holm(p).any())
+            below_holm.append(tasks_below / sim["task"].nunique())
+            not_reproduced_holm.append(tasks_below > 1)
+        rows.append({"seeds": n, "task below, best other": np.mean(below), "not reproduced": np.mean(not_reproduced),
+                     "task below, Holm over the others": np.mean(below_holm),
+                     "not reproduced, Holm": np.mean(not_reproduced_holm)})
+        print(rows[-1], flush=True)
+    print(pd.DataFrame(rows).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--draws", type=int, default=500)
@@ -232,11 +277,14 @@ def main(argv=None) -> int:
     parser.add_argument("--rho", action="store_true", help="the coverage of Spearman's ρ's interval instead")
     parser.add_argument("--permutations", type=int, default=10_000, help="--rho: the permutation test's draws")
     parser.add_argument("--best", action="store_true", help="how the rules that call a setting below the best err")
+    parser.add_argument("--claim", action="store_true", help="how Figure 3's claim check errs where all are equal")
     args = parser.parse_args(argv)
     if args.rho:
         return rho_main(args)
     if args.best:
         return best_main(args)
+    if args.claim:
+        return claim_main(args)
     scores = final_scores(load_study(ROOT / "published/table1/paper/runs")[0])
     scores = scores[scores["seed"] < 3]
     random = load_random(sorted((ROOT / "published/random").glob("*-v5.parquet")))
