@@ -47,7 +47,8 @@ from analysis.curves import plot_curves, resample_runs
 from analysis.io import RunDataError
 from analysis.references import REF_COLUMNS, algo_rows, format_steps, reference_columns, task_env_name
 from analysis.seeds import seed_counts
-from analysis.stats import T_METHOD, interval_side, stratified_difference, t_interval, welch_samples
+from analysis.stats import (T_METHOD, holm, interval_side, stratified_difference, stratified_difference_test,
+                            t_interval, welch_samples)
 from ppo.config.registry import lines as algorithm_lines
 
 # line (the manifest's ``algorithm``) -> the leading token of its rows' ``algo`` in
@@ -406,12 +407,19 @@ def plot_figure3(
 
 CLAIM = ("Sec. 6.2: \"PPO outperforms the previous methods on almost all the continuous control "
          "environments\" (the paper's Figure 3 gives curves only, so its claim, not a number, is checked)")
+# scripts/interval_coverage.py --claim, 1,000 figures per row (2026-11-30, Intel Xeon): where every algorithm's true
+# mean on a task is PPO's, at each (algorithm, task) cell's published spread, normal seeds
+SINGLE_TEST_ERROR = ("5.1-5.9% of tasks, not 2.5%, and the claim not reproduced in 4.8-5.9% of figures (3 to 10 seeds); "
+                     "Holm's test on 1.4-1.8% and 0.3-0.5%")
 CLAIM_RULE = (
-    "Per task, PPO against the best of the other algorithms (by mean final score): ppo_minus_best_other with "
-    "Welch's 95% interval over the two algorithms' seeds. 'best': the interval lies wholly above 0; 'below the "
-    "best': wholly below 0; 'not distinguishable': it crosses 0. p_<anchor>_best: the fraction of resamples "
-    "(each algorithm's seeds drawn with replacement) in which PPO has the best mean, a description of the seeds' "
-    "spread, not a test."
+    "Per task, PPO against the other algorithms. ppo_minus_best_other: PPO − the best of the others (by mean final "
+    "score) with Welch's 95% interval over the two algorithms' seeds. 'best': that interval lies wholly above 0; "
+    "'below the best': PPO lies below at least one other algorithm by Holm's test over all of them (Welch's p of PPO "
+    "against each, family-wise 5%; below_others names them); 'not distinguishable': otherwise. Not the single test "
+    "against the best other: that one is picked from the same runs, and where all six algorithms are equal at the "
+    f"published spreads it calls PPO below on {SINGLE_TEST_ERROR} (scripts/interval_coverage.py --claim). "
+    "p_<anchor>_best: the fraction of resamples (each algorithm's seeds drawn with replacement) in which PPO has the "
+    "best mean, a description of the seeds' spread, not a test."
 )
 
 
@@ -431,8 +439,9 @@ def claim_outcome(claim: pd.DataFrame, anchor: str = "clip_0.2") -> str:
 
 def claim_table(scores: pd.DataFrame, anchor: str = "clip_0.2", n_resamples: int = 10_000, seed: int = 0) -> pd.DataFrame:
     """Per task: the algorithm with the best mean final score, the anchor's rank among the algorithms, the anchor
-    against the best other algorithm by Welch's interval (:data:`CLAIM_RULE`), and how often the anchor is best
-    when each algorithm's seeds are resampled with replacement."""
+    against the best other algorithm by Welch's interval and against all the others by Holm's test
+    (:data:`CLAIM_RULE`), and how often the anchor is best when each algorithm's seeds are resampled with
+    replacement."""
     rng = np.random.default_rng(seed)
     rows = []
     for task, group in scores.groupby("task", sort=True):
@@ -443,7 +452,7 @@ def claim_table(scores: pd.DataFrame, anchor: str = "clip_0.2", n_resamples: int
                f"{anchor}_mean": means.get(anchor, np.nan),
                f"{anchor}_rank": int(means.rank(ascending=False, method="min")[anchor]) if anchor in means else None,
                "best_other": "", "ppo_minus_best_other": np.nan, "diff_ci_low": np.nan, "diff_ci_high": np.nan,
-               "verdict": "",
+               "verdict": "", "below_others": "",
                f"p_{anchor}_best": float((draws.idxmax(axis=1) == anchor).mean()) if anchor in means else np.nan,
                "n_algorithms": len(means)}
         others = means.drop(anchor, errors="ignore")
@@ -451,8 +460,13 @@ def claim_table(scores: pd.DataFrame, anchor: str = "clip_0.2", n_resamples: int
             other = others.idxmax()
             d = welch_samples(by_variant[anchor], by_variant[other])
             side = interval_side(d.low, d.high)
+            # PPO below an algorithm: its p among all the others' (those below PPO cannot be above it: p = 1)
+            p = [stratified_difference_test([by_variant[anchor]], [by_variant[v]])[1] if means[v] > means[anchor]
+                 else 1.0 for v in others.index]
+            below = [v for v, rejected in zip(others.index, holm(p)) if rejected]
+            verdict = ("best" if side == "above 0" else "below the best" if below
+                       else side if side == "no interval" else "not distinguishable")
             row.update(best_other=other, ppo_minus_best_other=d.point, diff_ci_low=d.low, diff_ci_high=d.high,
-                       verdict={"above 0": "best", "below 0": "below the best",
-                                "crosses 0": "not distinguishable"}.get(side, side))
+                       verdict=verdict, below_others=", ".join(below))
         rows.append(row)
     return pd.DataFrame(rows)

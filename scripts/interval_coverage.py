@@ -37,10 +37,17 @@ any setting below the best, how many it calls on average, and how often it calls
 With --claim, how often Figure 3's claim check (analysis.figure3.claim_table, claim_outcome) finds PPO below the best
 other algorithm on a task, and the claim not reproduced, where every algorithm's true mean on a task is PPO's
 (each (algorithm, task) cell keeps its published standard deviation; normal seeds): the best other algorithm is
-picked from the same runs, so the single Welch test against it errs more often than 2.5%. Beside it, Holm's test of
-PPO against each other algorithm (the 5 Welch p of the algorithms with a higher mean) as the per-task rule.
+picked from the same runs, so the single Welch test against it (diff_ci_high below 0) errs more often than 2.5%.
+Beside it, the rule claim_table applies since 2026-11-30: Holm's test of PPO against each other algorithm.
 
     .venv/bin/python scripts/interval_coverage.py --claim --draws 1000 --seeds 3 5 10
+
+Its result on 2026-11-30 (Intel Xeon; Figure 3's spreads as published that morning; ±0.007 on tasks, ±0.007 on
+figures at 1,000 draws), the fraction of tasks with PPO below and of figures with the claim not reproduced:
+    seeds  task below, best other  not reproduced  task below, Holm over the others  not reproduced, Holm
+        3                   0.051           0.048                             0.018                 0.004
+        5                   0.056           0.048                             0.018                 0.005
+       10                   0.059           0.059                             0.014                 0.003
 
 Its result on 2026-11-30 (Intel Xeon; the published world: every published seed as of that morning; ±0.035 at 200
 draws), fractions of tables and mean settings called below:
@@ -234,7 +241,6 @@ def best_main(args) -> int:
 def claim_main(args) -> int:
     """The --claim simulation: Figure 3's per-task "below the best" and claim outcome where all algorithms are equal."""
     from analysis.figure3 import claim_outcome, claim_table
-    from analysis.stats import holm, stratified_difference_test
     scores = pd.concat([final_scores(load_study(ROOT / f"published/{study}/paper/runs")[0]) for study in
                         ("figure3", "table1")])
     scores = scores[scores["variant"].isin(["clip_0.2", "a2c", "a2c_trust_region", "trpo", "vpg_adaptive", "cem"])]
@@ -247,19 +253,12 @@ def claim_main(args) -> int:
     for n in args.seeds:
         below, below_holm, not_reproduced, not_reproduced_holm = [], [], [], []
         for _ in range(args.draws):
-            sim = simulated_scores(equal, sds, n, "normal", rng)
-            claim = claim_table(sim, n_resamples=10)
-            below.append((claim["verdict"] == "below the best").mean())
-            not_reproduced.append(claim_outcome(claim) == "not reproduced")
-            tasks_below = 0
-            for _, group in sim.groupby("task"):
-                ppo = group.loc[group["variant"] == "clip_0.2", "score"].to_numpy()
-                tests = [stratified_difference_test([ppo], [g["score"].to_numpy()]) for v, g in group.groupby("variant")
-                         if v != "clip_0.2"]
-                p = [p if d.point < 0 else 1.0 for d, p in tests]  # only the algorithms above PPO
-                tasks_below += bool(holm(p).any())
-            below_holm.append(tasks_below / sim["task"].nunique())
-            not_reproduced_holm.append(tasks_below > 1)
+            claim = claim_table(simulated_scores(equal, sds, n, "normal", rng), n_resamples=10)
+            single = claim["diff_ci_high"] < 0  # the single Welch test against the best other, as before 2026-11-30
+            below.append(single.mean())
+            not_reproduced.append(single.sum() > 1)  # claim_outcome's "below the best on two tasks or more"
+            below_holm.append((claim["verdict"] == "below the best").mean())
+            not_reproduced_holm.append(claim_outcome(claim) == "not reproduced")
         rows.append({"seeds": n, "task below, best other": np.mean(below), "not reproduced": np.mean(not_reproduced),
                      "task below, Holm over the others": np.mean(below_holm),
                      "not reproduced, Holm": np.mean(not_reproduced_holm)})

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import scipy.stats
 from conftest import write_run
 
 from analysis.figure3 import (
@@ -465,3 +466,21 @@ def test_claim_table_by_hand():
     assert (table.loc["B", "diff_ci_low"], table.loc["B", "diff_ci_high"]) == (pytest.approx(-12.706205, abs=1e-6),
                                                                              pytest.approx(12.706205, abs=1e-6))
     assert table.loc["B", "verdict"] == "not distinguishable"
+
+
+def test_below_the_best_holds_its_error_over_all_the_other_algorithms():
+    """PPO (0, 1, 2) against TRPO (2.45, 3.45, 4.45): Welch's t = 2.45 / √(1/3 + 1/3) = 3.0006 on 4 degrees of freedom,
+    p = 0.0399, so the single 95% test against the best other calls PPO below. With A2C beside them (0, 0.5, 1, below
+    PPO: its p counts as 1), Holm's test over the two others needs p ≤ 0.05 / 2: not distinguishable; with TRPO the only
+    other algorithm, p ≤ 0.05: below the best."""
+    from analysis.figure3 import claim_outcome, claim_table
+
+    ppo, trpo, a2c = [0.0, 1.0, 2.0], [2.45, 3.45, 4.45], [0.0, 0.5, 1.0]
+    rows = [("C", "clip_0.2", v) for v in ppo] + [("C", "trpo", v) for v in trpo] + [("C", "a2c", v) for v in a2c]
+    rows += [("D", "clip_0.2", v) for v in ppo] + [("D", "trpo", v) for v in trpo]
+    table = claim_table(pd.DataFrame(rows, columns=["task", "variant", "score"]), n_resamples=100).set_index("task")
+    assert scipy.stats.ttest_ind(ppo, trpo, equal_var=False).pvalue == pytest.approx(0.0399, abs=5e-5)
+    assert table.loc["C", "diff_ci_high"] < 0 and table.loc["D", "diff_ci_high"] < 0  # the single test: below
+    assert (table.loc["C", "verdict"], table.loc["C", "below_others"]) == ("not distinguishable", "")
+    assert (table.loc["D", "verdict"], table.loc["D", "below_others"]) == ("below the best", "trpo")
+    assert claim_outcome(table.reset_index()) == "partly reproduced"  # below on one task of two, best on none

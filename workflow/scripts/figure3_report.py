@@ -170,8 +170,8 @@ def run_report(args: argparse.Namespace) -> dict[str, Path]:
         counts = claim["verdict"].value_counts()
         verdict = (f"{args.variant} has the best mean final score on {best} of {len(claim)} tasks; against the best "
                    f"other algorithm it is best (Welch's interval above 0) on {counts.get('best', 0)}, not "
-                   f"distinguishable on {counts.get('not distinguishable', 0)} and below the best on "
-                   f"{counts.get('below the best', 0)}.")
+                   f"distinguishable on {counts.get('not distinguishable', 0)} and below the best (below another "
+                   f"algorithm by Holm's test over all of them) on {counts.get('below the best', 0)}.")
     else:
         verdict = f"{args.variant} has no runs here."
     write_table(claim, out / "figure3_claim.csv", out / "figure3_claim.md", [*notes, CLAIM, CLAIM_RULE, verdict],

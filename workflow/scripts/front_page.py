@@ -466,7 +466,8 @@ def paper_figure3(published: Path, random_scores: pd.Series | None, n_resamples:
     align = "|---|" + "---:|" * (len(tasks) + 1) + "---|" + "---:|---|" * more
     table = "\n".join(["| " + " | ".join(head) + " |", align, *("| " + " | ".join(b) + " |" for b in body)])
     best_on = list(claim.index[claim["best"] == study.anchor])
-    below = [f"{t} (PPO − {label.get(r.best_other, r.best_other)}: {r.ppo_minus_best_other:+,.1f}, "
+    below = [f"{t} (below {', '.join(label.get(v, v) for v in r.below_others.split(', '))}; PPO − "
+             f"{label.get(r.best_other, r.best_other)}: {r.ppo_minus_best_other:+,.1f}, "
              f"{r.diff_ci_low:+,.1f} to {r.diff_ci_high:+,.1f})" for t, r in claim.iterrows()
              if r["verdict"] == "below the best"]
     order = list(aggregate.index)  # best normalised mean first
