@@ -47,7 +47,7 @@ from analysis.curves import plot_curves, resample_runs
 from analysis.io import RunDataError
 from analysis.references import REF_COLUMNS, algo_rows, format_steps, reference_columns, task_env_name
 from analysis.seeds import seed_counts
-from analysis.stats import (T_METHOD, holm, interval_side, stratified_difference, stratified_difference_test,
+from analysis.stats import (T_METHOD, below_by_holm, interval_side, stratified_difference,
                             t_interval, welch_samples)
 from ppo.config.registry import lines as algorithm_lines
 
@@ -460,10 +460,7 @@ def claim_table(scores: pd.DataFrame, anchor: str = "clip_0.2", n_resamples: int
             other = others.idxmax()
             d = welch_samples(by_variant[anchor], by_variant[other])
             side = interval_side(d.low, d.high)
-            # PPO below an algorithm: its p among all the others' (those below PPO cannot be above it: p = 1)
-            p = [stratified_difference_test([by_variant[anchor]], [by_variant[v]])[1] if means[v] > means[anchor]
-                 else 1.0 for v in others.index]
-            below = [v for v, rejected in zip(others.index, holm(p)) if rejected]
+            below, _ = below_by_holm({v: ([by_variant[anchor]], [by_variant[v]]) for v in others.index})
             verdict = ("best" if side == "above 0" else "below the best" if below
                        else side if side == "no interval" else "not distinguishable")
             row.update(best_other=other, ppo_minus_best_other=d.point, diff_ci_low=d.low, diff_ci_high=d.high,

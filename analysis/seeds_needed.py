@@ -187,7 +187,7 @@ def table1_findings(scores: pd.DataFrame, random_scores: pd.Series, published: p
                     no_clip: str = "no_clip", n_resamples: int = 10_000, seed: int = 0) -> list[Finding]:
     """Table 1's conclusions from ``scores`` (``published``: variant -> the paper's value): the ranking, the best
     setting, whether the ranking agrees with the paper's (Spearman ρ above 0 by a permutation test), whether no
-    clipping is last, the anchor (ε = 0.2) against the best setting (analysis.table1.best_rule), the settings below
+    clipping is last, the anchor (ε = 0.2) against the best setting (analysis.table1.ANCHOR_RULE), the settings below
     the best, and the pairs of settings distinguishable from each other (analysis.table1.pairwise_differences)."""
     t1 = table1(scores, random_scores, n_resamples=n_resamples, seed=seed)
     checks = paper_checks(scores, random_scores, published, anchor=anchor, no_clip=no_clip, seed=seed,
@@ -218,6 +218,7 @@ def table1_findings(scores: pd.DataFrame, random_scores: pd.Series, published: p
 
     gap = checks["anchor_minus_best"]
     vs_best = checks["anchor_vs_best"]
+    below_anchor = ", ".join(label[v] for v in checks["anchor_below"]) or "none"
     return [
         Finding("Table 1", "ranking of the settings, best first", " > ".join(label[v] for v in t1["variant"])),
         Finding("Table 1", "best setting", label[best],
@@ -228,7 +229,8 @@ def table1_findings(scores: pd.DataFrame, random_scores: pd.Series, published: p
         Finding("Table 1", f"{label.get(no_clip, no_clip)} last", "yes" if checks["no_clip_last"] else "no",
                 f"rank {checks['no_clip_rank']}, last in {checks['no_clip_last_fraction']:.0%} of resamples"),
         Finding("Table 1", f"{label[anchor]} (the paper's best) against the best setting", vs_best,
-                "" if vs_best == BEST else f"{_difference(*gap)} from {label[best]}"),
+                "" if vs_best == BEST else f"{_difference(*gap)} from {label[best]}; below {below_anchor} of the "
+                f"{len(checks['anchor_p'])} others by Holm's test against each"),
         Finding("Table 1", "settings below the best", ", ".join(below) or "none",
                 f"{len(below)} of {len(t1) - 1} (each against the best at 95% on its own)"),
         Finding("Table 1", f"settings below the best with {FAMILY_LEVEL:.0%} family-wise error",

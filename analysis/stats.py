@@ -466,6 +466,28 @@ def holm(p_values: Sequence[float], family_level: float = 0.05) -> np.ndarray:
     return rejected
 
 
+def below_by_holm(comparisons: Mapping[str, tuple[Sequence, Sequence]], method: str = T_METHOD,
+                  n_resamples: int = 10_000, confidence: float = 0.95, seed: int = 0, family_level: float = 0.05,
+                  margin: float = 0.0) -> tuple[list[str], dict[str, float]]:
+    """The others one setting lies below, each tested against it with the error held over them all: ``comparisons``
+    maps each other name to (the setting's strata, the other's strata) (:func:`stratified_difference_test`; one
+    stratum per task, or one for a single task). Only an other with the higher mean can be above the setting, so the
+    others below or level with it keep p = 1 (the two-sided p of the rest, as the pairwise tests use); Holm's test over
+    all of them at ``family_level`` (:func:`holm`), and a difference smaller than ``margin`` is not called one. The
+    bootstrap takes at least 4 · others / family_level resamples, so that its p can reach Holm's smallest threshold.
+    Returns the names below, in the order given, and every other's p. For a setting chosen before the data (the
+    paper's best); against a best picked from the same runs a single test errs far more often than 5%
+    (scripts/interval_coverage.py --best)."""
+    n_resamples = max(n_resamples, math.ceil(4 * len(comparisons) / family_level))
+    p, gaps = {}, {}
+    for name, (own, other) in comparisons.items():
+        d, p_two_sided = stratified_difference_test(own, other, method, n_resamples, confidence, seed)
+        gaps[name] = d.point
+        p[name] = p_two_sided if d.point < 0 else 1.0
+    rejected = holm(list(p.values()), family_level)
+    return [name for name, r in zip(p, rejected) if r and gaps[name] <= -margin], p
+
+
 def welch_samples(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray,
                   confidence: float = 0.95) -> Difference:
     """mean(a) − mean(b) of two sets of independent runs (seeds) with Welch's interval (:func:`stratified_welch`

@@ -30,7 +30,9 @@ setting of the same runs (Table 1's vs_best, analysis.table1.best_rule), and Hol
 (analysis.table1.pairwise_differences' distinguishable_family, the pairs of the best). Two worlds of normal seeds at
 every published (setting, task) cell's standard deviation: "equal", every setting's true mean on a task set to ε =
 0.2's (no setting is below any other), and "published", the cells' published means. Prints how often a table calls
-any setting below the best, how many it calls on average, and how often it calls ε = 0.2 below the best.
+any setting below the best, how many it calls on average, and how often it calls ε = 0.2 below the best; for ε = 0.2 a
+third rule beside them ("anchor"): Holm's test of ε = 0.2 against each of the 10 other settings (paper_checks'
+anchor_vs_best since 2026-12-06, analysis.table1.anchor_below).
 
     .venv/bin/python scripts/interval_coverage.py --best --draws 200 --seeds 3 5 10 --resamples 2000
 
@@ -71,8 +73,8 @@ import scipy.stats
 from analysis.io import load_random, load_study
 from analysis.scores import final_scores
 from analysis.stats import stratified_bootstrap_ci, stratified_bootstrap_t, stratified_t_interval
-from analysis.table1 import (agreement_p, load_published_table1, normalize_scores, pairwise_differences, paper_rows,
-                             resampled_table1, spearman, table1)
+from analysis.table1 import (agreement_p, anchor_below, load_published_table1, normalize_scores, pairwise_differences,
+                             paper_rows, resampled_table1, spearman, table1)
 
 ROOT = Path(__file__).resolve().parents[1]
 SHAPES = ("normal", "skewed", "bimodal")
@@ -198,16 +200,19 @@ def rho_main(args) -> int:
     return 0
 
 
-def below_the_best(scores: pd.DataFrame, random: pd.Series, resamples: int, seed: int) -> tuple[set, set]:
-    """The settings a Table 1 of ``scores`` calls below its best: by each setting's own test against the best (vs_best)
-    and by Holm's family-wise test over all pairs (the pairs of the best that are distinguishable_family)."""
+def below_the_best(scores: pd.DataFrame, random: pd.Series, resamples: int, seed: int) -> tuple[set, set, set]:
+    """The settings a Table 1 of ``scores`` calls below its best: by each setting's own test against the best (vs_best),
+    by Holm's family-wise test over all pairs (the pairs of the best that are distinguishable_family), and ε = 0.2
+    alone by Holm's test of it against each other setting (paper_checks' anchor_vs_best, analysis.table1.anchor_below).
+    """
     scores = scores.assign(variant_label=scores["variant"], status="completed",
                            run_id=scores["task"] + "/" + scores["variant"] + "/seed" + scores["seed"].astype(str))
     t1 = table1(scores, random, n_resamples=resamples, seed=seed)
     best = t1["variant"].iloc[0]
     pairs = pairwise_differences(scores, random, n_resamples=resamples, seed=seed)
     family = pairs[pairs["distinguishable_family"] & (pairs["higher"] == best)]
-    return set(t1.loc[t1["vs_best"] == "below", "variant"]), set(family["lower"])
+    anchor = {"clip_0.2"} if anchor_below(scores, random, n_resamples=resamples, seed=seed)[0] else set()
+    return set(t1.loc[t1["vs_best"] == "below", "variant"]), set(family["lower"]), anchor
 
 
 def best_main(args) -> int:
@@ -222,16 +227,17 @@ def best_main(args) -> int:
     rows = []
     for world, truth in (("equal", equal), ("published", means)):
         for n in args.seeds:
-            found = {"each": [], "family": []}
+            found = {"each": [], "family": [], "anchor": []}
             for k in range(args.draws):
-                each, family = below_the_best(simulated_scores(truth, sds, n, "normal", rng), random, args.resamples, k)
-                found["each"].append(each)
-                found["family"].append(family)
+                sets = below_the_best(simulated_scores(truth, sds, n, "normal", rng), random, args.resamples, k)
+                for rule, below in zip(found, sets):
+                    found[rule].append(below)
             row = {"world": world, "seeds": n}
             for rule, sets in found.items():
-                row |= {f"any below, {rule}": np.mean([bool(x) for x in sets]),
-                        f"mean below, {rule}": np.mean([len(x) for x in sets]),
-                        f"ε = 0.2 below, {rule}": np.mean(["clip_0.2" in x for x in sets])}
+                if rule != "anchor":
+                    row |= {f"any below, {rule}": np.mean([bool(x) for x in sets]),
+                            f"mean below, {rule}": np.mean([len(x) for x in sets])}
+                row |= {f"ε = 0.2 below, {rule}": np.mean(["clip_0.2" in x for x in sets])}
             rows.append(row)
             print(row, flush=True)
     print(pd.DataFrame(rows).to_string(index=False, float_format=lambda x: f"{x:.3f}"))

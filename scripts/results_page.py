@@ -69,13 +69,16 @@ def split_markdown(text: str) -> tuple[str, list[str], list[str]]:
 
 
 def _versus_best(checks: dict) -> str:
-    """The anchor against the best setting as Table 1's vs_best says it (analysis.table1.BEST_RULE)."""
+    """The anchor against the best setting as paper_checks says it (analysis.table1.ANCHOR_RULE; written before
+    2026-12-06 without anchor_below: Table 1's vs_best, analysis.table1.BEST_RULE)."""
     if checks.get("anchor_minus_best") is None:  # written before Welch's comparison: the old interval rule
         return ("within" if checks["anchor_within_best_ci"] else "below") + " that interval"
     point, low, high = checks["anchor_minus_best"]
     method = ("95% studentized bootstrap interval" if checks.get("interval_method") == "bootstrap-t"
               else "Welch's 95% interval")
-    return f"{point:+.2f} against it ({method} {low:+.2f} to {high:+.2f}: {checks['anchor_vs_best']})"
+    holm = ("" if "anchor_below" not in checks else f"; below {', '.join(checks['anchor_below']) or 'none'} of the "
+            f"{len(checks['anchor_p'])} others by Holm's test against each")
+    return f"{point:+.2f} against it ({method} {low:+.2f} to {high:+.2f}{holm}: {checks['anchor_vs_best']})"
 
 
 def _best_count(checks: dict) -> str:

@@ -221,6 +221,28 @@ def test_paper_checks_by_hand_without_seed_noise():
     assert checks["largest_rank_moves"][0] == {"variant": "kl", "rank_ours": 2, "rank_paper": 1.0}
 
 
+@pytest.mark.parametrize("best_runs, expected", [([13.5, 14.0, 14.5], []), ([20.0, 21.0, 22.0], ["kl"])])
+def test_the_papers_best_is_tested_against_each_other_setting(best_runs, expected):
+    """One task, random 0, so each setting's normalised score is its score over the best mean, and Welch's p is the
+    raw scores' (a common scale changes no t). ε = 0.2 (10, 11, 12) against kl (the best), clip_0.1 (12, 13, 14:
+    p 0.070) and no_clip (9, 10, 11: below ε = 0.2, p 1). kl at 13.5, 14, 14.5: p 0.0196, so the single test against
+    the best calls ε = 0.2 below (its interval lies below 0), Holm over the 3 comparisons does not (0.0196 > 0.05/3).
+    kl at 20, 21, 22: p 0.0003 < 0.05/3, below kl alone (0.070 > 0.05/2)."""
+    scores = _cells({("clip_0.2", "T1"): [10.0, 11.0, 12.0], ("kl", "T1"): best_runs,
+                     ("clip_0.1", "T1"): [12.0, 13.0, 14.0], ("no_clip", "T1"): [9.0, 10.0, 11.0]})
+    published = pd.Series({"no_clip": -0.39, "clip_0.2": 0.82, "kl": 0.71, "clip_0.1": 0.76})
+    checks = paper_checks(scores, pd.Series({"T1": 0.0}), published, n_resamples=50)
+    assert checks["best_variant"] == "kl" and checks["anchor_below"] == expected
+    assert checks["anchor_vs_best"] == ("below" if expected else "not distinguishable")
+    assert checks["anchor_minus_best"][2] < 0  # the single test against the best would say "below" in both
+    own = [10.0, 11.0, 12.0]
+    assert checks["anchor_p"] == pytest.approx({
+        "kl": scipy.stats.ttest_ind(own, best_runs, equal_var=False).pvalue,
+        "clip_0.1": scipy.stats.ttest_ind(own, [12.0, 13.0, 14.0], equal_var=False).pvalue, "no_clip": 1.0}, rel=1e-9)
+    assert round(checks["anchor_p"]["kl"], 4) == (0.0196 if not expected else 0.0003)
+    assert round(checks["anchor_p"]["clip_0.1"], 3) == 0.070
+
+
 def test_paper_checks_interval_reflects_seed_noise():
     # One seed of no_clip on T1 is an outlier: resamples that draw it twice or more make no_clip best on T1.
     scores = _cells({("no_clip", "T1"): [1, 1, 100], ("clip_0.2", "T1"): [40] * 3, ("kl", "T1"): [30] * 3,

@@ -11,7 +11,7 @@ import pytest
 import scipy.stats
 
 from analysis.seeds import first_seeds, seed_counts
-from analysis.stats import (BOOTSTRAP_FROM, BOOTSTRAP_T_METHOD, INTERVAL_METHODS, T_METHOD, holm,
+from analysis.stats import (BOOTSTRAP_FROM, BOOTSTRAP_T_METHOD, INTERVAL_METHODS, T_METHOD, below_by_holm, holm,
                             interval_method_for, stratified_bootstrap_t, stratified_difference,
                             stratified_difference_test, stratified_interval, stratified_t_interval, stratified_welch)
 from analysis.table1 import best_rule, normalize_scores, table1
@@ -149,3 +149,27 @@ def test_holm_by_hand():
     assert holm([math.nan, 0.001, 0.02]).tolist() == [False, True, True]
     assert holm([0.02, 0.02], family_level=0.04).tolist() == [True, True]  # ties: 0.02 <= 0.04/2, then <= 0.04
     assert holm([0.06]).tolist() == [False] and holm([]).tolist() == []
+
+
+def test_below_by_holm_by_hand():
+    """One setting ([0, 1, 2]) against four others of one task each: Welch's p (scipy's) 0.0080 against A, 0.0213
+    against B, 0.0316 against D, all three above it; C lies below it, so its p is 1 whatever the test says (0.29).
+    Holm over m = 4: 0.0080 <= 0.05/4, then 0.0213 > 0.05/3: stop. Below A only, where single tests at 5% would
+    name A, B and D."""
+    own = [0.0, 1.0, 2.0]
+    others = {"A": [4.0, 5.0, 6.0], "B": [3.0, 4.0, 5.0], "C": [-1.0, 0.0, 1.0], "D": [3.0, 3.5, 4.0]}
+    below, p = below_by_holm({name: ([own], [runs]) for name, runs in others.items()})
+    assert below == ["A"]
+    assert p["C"] == 1.0
+    for name in "ABD":
+        assert p[name] == pytest.approx(scipy.stats.ttest_ind(own, others[name], equal_var=False).pvalue, rel=1e-12)
+    assert [round(p[name], 4) for name in "ABD"] == [0.0080, 0.0213, 0.0316]
+    # a difference smaller than the margin is not called one: A lies 4 above
+    assert below_by_holm({"A": ([own], [others["A"]])}, margin=4.5)[0] == []
+    assert below_by_holm({"A": ([own], [others["A"]])}, margin=4.0)[0] == ["A"]
+    # the bootstrap draws at least 4 * 4 / 0.05 = 320 resamples, not the 10 asked (whose p could not go under 2 / 11):
+    # A, B and D lie above in every resample, so p = 2 / 321 = 0.0062 each, under Holm's 0.0125, 0.0167 and 0.025
+    below, p = below_by_holm({name: ([own] * 2, [runs] * 2) for name, runs in others.items()}, BOOTSTRAP_T_METHOD,
+                             n_resamples=10)
+    assert below == ["A", "B", "D"]
+    assert [p[name] for name in "ABCD"] == [2 / 321, 2 / 321, 1.0, 2 / 321]

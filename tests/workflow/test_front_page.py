@@ -226,7 +226,8 @@ def test_three_seed_view_of_the_published_runs_is_todays_table1_and_figure3(monk
     verdict, note, table = front_page.paper_table1(PUBLISHED, random, n_resamples=2000)
     assert table + "\n" == (FIXTURES / "table1_paper_three_seeds.md").read_text(encoding="utf-8")
     assert verdict.endswith("the paper's best, Clipping, ε = 0.2, ranks 5 here (0.80), not distinguishable from the "
-                            "best, Clipping, ε = 0.1 (difference -0.07, Welch's 95% interval -0.16 to +0.01).")
+                            "best, Clipping, ε = 0.1 (difference -0.07, Welch's 95% interval -0.16 to +0.01; below none of "
+                            "the 10 others by Holm's test against each, 5% family-wise).")
     assert "3 seeds in each of the 77 (setting, task) cells (seeds 0–2); intervals: Student t interval" in note
     _, _, table = front_page.paper_figure3(PUBLISHED, random, n_resamples=2000)
     assert table + "\n" == (FIXTURES / "figure3_paper_three_seeds.md").read_text(encoding="utf-8")

@@ -37,9 +37,9 @@ from analysis.scores import final_scores
 from analysis.seeds import PAPER_SEEDS, first_seeds, seed_counts, seed_span
 from analysis.seeds_needed import SEEDS_NEEDED_RULE, figure3_needed, needed_markdown, table1_needed
 from analysis.stats import BOOTSTRAP_T_METHOD, T_METHOD, interval_side, same_runs
-from analysis.table1 import (AGREEMENT_LEVEL, BEST, NOT_DISTINGUISHABLE, RHO_PERMUTATIONS, RHO_SPREAD, TIE_MARGIN,
-                             clearly_below, load_published_table1, normalize_scores, p_text, paper_checks, paper_rows,
-                             rank_agreement, table1)
+from analysis.table1 import (AGREEMENT_LEVEL, BEST, FAMILY_LEVEL, NOT_DISTINGUISHABLE, RHO_PERMUTATIONS, RHO_SPREAD,
+                             TIE_MARGIN, clearly_below, load_published_table1, normalize_scores, p_text, paper_checks,
+                             paper_rows, rank_agreement, table1)
 from ppo.envs.family import task_name
 from ppo.pipeline.publish import CHECKS
 from ppo.pipeline.publish import STUDIES as PUBLISHED_STUDIES
@@ -371,6 +371,7 @@ def paper_table1(published: Path, random_scores: pd.Series | None, n_resamples: 
              "anchor": anchor_side == BEST}
     best = checks["best_variant"]
     gap = checks["anchor_minus_best"]
+    below_anchor = ", ".join(label[v] for v in checks["anchor_below"]) or "none"
     evidence = [
         f"ranking beside the paper's: Spearman ρ = {checks['rho']:.2f} over {n_settings} settings, "
         f"{'above' if found['ranks'] else 'not above'} 0 beyond chance (permutation test, p {p_text(checks['rho_p'])}), "
@@ -383,7 +384,9 @@ def paper_table1(published: Path, random_scores: pd.Series | None, n_resamples: 
             f"is the best setting here ({checks['anchor_score']:.2f})" if anchor_side == BEST else
             f"ranks {t1.set_index('variant').loc[study.anchor, 'rank_ours']:g} here ({checks['anchor_score']:.2f}), "
             f"{anchor_side}{' from' if anchor_side == NOT_DISTINGUISHABLE else ''} the best, {label[best]} "
-            f"(difference {gap[0]:+.2f}, {METHOD_WORDS[counts.method]} {gap[1]:+.2f} to {gap[2]:+.2f})")]
+            f"(difference {gap[0]:+.2f}, {METHOD_WORDS[counts.method]} {gap[1]:+.2f} to {gap[2]:+.2f}; below "
+            f"{below_anchor} of the {len(checks['anchor_p'])} others by Holm's test against each, "
+            f"{FAMILY_LEVEL:.0%} family-wise)")]
     held = sum(found.values()) + 0.5 * (anchor_side == NOT_DISTINGUISHABLE)  # not shown, not contradicted
     verdict = f"**Table 1: {_verdict(held, len(found))}**: " + "; ".join(evidence) + "."
     note = (f"The {len(scores)} published runs of Table 1 ({study.label}{more * f', here {counts.short()} per cell'}; "
