@@ -160,6 +160,22 @@ def test_pairs_distinguishable_one_at_a_time_and_over_the_family():
     assert boot.loc[far, "distinguishable_family"].all()
 
 
+@pytest.mark.parametrize("trpo_t1, expected", [([2.5, 3.0, 4.0], "not distinguishable on 2"),
+                                               ([4.0, 5.0, 6.0], "below on T1; not distinguishable on 1")])
+def test_figure3_per_task_holds_its_error_over_the_tasks(trpo_t1, expected):
+    """PPO 0, 1, 2 on both tasks; TRPO 0.5, 1.5, 2.5 on T2 (Welch's p 0.573). TRPO 2.5, 3, 4 on T1: p 0.0442, below
+    by a single test at 95%, but above Holm's 0.05/2 = 0.025 for the smaller of two p: not distinguishable. TRPO 4, 5, 6
+    on T1: p 0.0080 <= 0.025, below on T1; then 0.573 > 0.05: T2 not."""
+    scores = runs({("T1", "clip_0.2"): [0.0, 1.0, 2.0], ("T2", "clip_0.2"): [0.0, 1.0, 2.0],
+                   ("T1", "trpo"): trpo_t1, ("T2", "trpo"): [0.5, 1.5, 2.5]})
+    p = scipy.stats.ttest_ind([0.0, 1.0, 2.0], trpo_t1, equal_var=False).pvalue
+    assert round(p, 4) == (0.0442 if trpo_t1[0] == 2.5 else 0.0080)
+    found = {f.question: f for f in figure3_pair_findings(scores, RANDOM, "trpo", n_resamples=100)}
+    assert found["PPO against TRPO, per task"].text == expected
+    assert found["PPO against TRPO, per task"].evidence == ("Holm's test over the 2 tasks; each task at 95% on its own: "
+                                                            "below on T1; not distinguishable on 1")
+
+
 def test_figure3_findings_per_baseline_per_task_and_over_the_tasks():
     """PPO about 10 on both tasks; A2C about 2 (below PPO everywhere); TRPO about 10 on T1 and 20 on T2 (above PPO
     there): PPO is best on T1 only, below the best other algorithm on T2, above A2C on both tasks and over them."""
