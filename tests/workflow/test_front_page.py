@@ -189,6 +189,25 @@ def test_training_time_reads_as_a_duration():
                                                                              "21 h 13 min"]
 
 
+def test_anchor_sentence_names_the_settings_the_papers_best_lies_below():
+    """ε = 0.2 below another setting by Holm's test need not be below the best one: the sentence names the settings
+    the test found, with the difference from the best beside; not distinguishable says none."""
+    label = pd.Series({"clip_0.1": "ε = 0.1", "clip_0.2": "ε = 0.2", "kl_fixed_3": "β = 3"})
+    checks = {"anchor": "clip_0.2", "best_variant": "clip_0.1", "anchor_score": 0.8, "anchor_vs_best": "below",
+              "anchor_minus_best": [-0.05, -0.12, 0.02], "anchor_below": ["kl_fixed_3"],
+              "anchor_p": {"clip_0.1": 0.2, "kl_fixed_3": 0.001}}
+    assert front_page.anchor_sentence(checks, label, 3, "t interval") == (
+        "the paper's best, ε = 0.2, ranks 3 here (0.80), below β = 3 of the 2 others by Holm's test against each, "
+        "5% family-wise (from the best, ε = 0.1: difference -0.05, t interval -0.12 to +0.02)")
+    checks.update(anchor_vs_best="not distinguishable", anchor_below=[])
+    assert front_page.anchor_sentence(checks, label, 3, "t interval") == (
+        "the paper's best, ε = 0.2, ranks 3 here (0.80), not distinguishable from the best, ε = 0.1 (difference "
+        "-0.05, t interval -0.12 to +0.02; below none of the 2 others by Holm's test against each, 5% family-wise)")
+    checks.update(anchor_vs_best="best", best_variant="clip_0.2")
+    assert front_page.anchor_sentence(checks, label, 1, "t interval") == (
+        "the paper's best, ε = 0.2, is the best setting here (0.80)")
+
+
 # The published Table 1 and Figure 3 (seeds 0-2) with our published random-policy scores, as the code before issue 31
 # computed them (commit 73425c1, before the reports read seeds beyond the paper's 3): Table 1's numbers at full precision
 # and the first page's two tables.

@@ -37,8 +37,8 @@ from analysis.scores import final_scores
 from analysis.seeds import PAPER_SEEDS, first_seeds, seed_counts, seed_span
 from analysis.seeds_needed import SEEDS_NEEDED_RULE, figure3_needed, needed_markdown, table1_needed
 from analysis.stats import BOOTSTRAP_T_METHOD, T_METHOD, interval_side, same_runs
-from analysis.table1 import (AGREEMENT_LEVEL, BEST, FAMILY_LEVEL, NOT_DISTINGUISHABLE, RHO_PERMUTATIONS, RHO_SPREAD,
-                             TIE_MARGIN, clearly_below, load_published_table1, normalize_scores, p_text, paper_checks,
+from analysis.table1 import (AGREEMENT_LEVEL, BELOW, BEST, FAMILY_LEVEL, NO_INTERVAL, NOT_DISTINGUISHABLE,
+                             RHO_PERMUTATIONS, RHO_SPREAD, TIE_MARGIN, clearly_below, load_published_table1, normalize_scores, p_text, paper_checks,
                              paper_rows, rank_agreement, table1)
 from ppo.envs.family import task_name
 from ppo.pipeline.publish import CHECKS
@@ -369,9 +369,6 @@ def paper_table1(published: Path, random_scores: pd.Series | None, n_resamples: 
     anchor_side = checks["anchor_vs_best"]
     found = {"ranks": checks["rho_p"] < AGREEMENT_LEVEL, "no_clip": checks["no_clip_last"],
              "anchor": anchor_side == BEST}
-    best = checks["best_variant"]
-    gap = checks["anchor_minus_best"]
-    below_anchor = ", ".join(label[v] for v in checks["anchor_below"]) or "none"
     evidence = [
         f"ranking beside the paper's: Spearman ρ = {checks['rho']:.2f} over {n_settings} settings, "
         f"{'above' if found['ranks'] else 'not above'} 0 beyond chance (permutation test, p {p_text(checks['rho_p'])}), "
@@ -380,13 +377,8 @@ def paper_table1(published: Path, random_scores: pd.Series | None, n_resamples: 
            f"{checks3['rho_range'][0]:.2f} to {checks3['rho_range'][1]:.2f}" if more else ""),
         ("no clipping or penalty last, as in the paper" if found["no_clip"] else
          f"no clipping or penalty ranks {checks['no_clip_rank']} of {n_settings}, the paper's last"),
-        f"the paper's best, {label[study.anchor]}, " + (
-            f"is the best setting here ({checks['anchor_score']:.2f})" if anchor_side == BEST else
-            f"ranks {t1.set_index('variant').loc[study.anchor, 'rank_ours']:g} here ({checks['anchor_score']:.2f}), "
-            f"{anchor_side}{' from' if anchor_side == NOT_DISTINGUISHABLE else ''} the best, {label[best]} "
-            f"(difference {gap[0]:+.2f}, {METHOD_WORDS[counts.method]} {gap[1]:+.2f} to {gap[2]:+.2f}; below "
-            f"{below_anchor} of the {len(checks['anchor_p'])} others by Holm's test against each, "
-            f"{FAMILY_LEVEL:.0%} family-wise)")]
+        anchor_sentence(checks, label, t1.set_index("variant").loc[study.anchor, "rank_ours"],
+                        METHOD_WORDS[counts.method])]
     held = sum(found.values()) + 0.5 * (anchor_side == NOT_DISTINGUISHABLE)  # not shown, not contradicted
     verdict = f"**Table 1: {_verdict(held, len(found))}**: " + "; ".join(evidence) + "."
     note = (f"The {len(scores)} published runs of Table 1 ({study.label}{more * f', here {counts.short()} per cell'}; "
@@ -410,6 +402,26 @@ def paper_table1(published: Path, random_scores: pd.Series | None, n_resamples: 
 
 
 METHOD_WORDS = {T_METHOD: "Welch's 95% interval", BOOTSTRAP_T_METHOD: "95% studentized bootstrap interval"}
+
+
+def anchor_sentence(checks: dict, label: pd.Series, rank: float, method_words: str) -> str:
+    """Table 1's verdict on the paper's best (paper_checks' anchor_vs_best, ANCHOR_RULE): the settings it lies below are
+    the ones Holm's test of it against each names, which need not include the best setting."""
+    anchor, best = checks["anchor"], checks["best_variant"]
+    side = checks["anchor_vs_best"]
+    start = f"the paper's best, {label[anchor]}, "
+    if side == BEST:
+        return start + f"is the best setting here ({checks['anchor_score']:.2f})"
+    gap = checks["anchor_minus_best"]
+    difference = f"difference {gap[0]:+.2f}, {method_words} {gap[1]:+.2f} to {gap[2]:+.2f}"
+    holm = f"of the {len(checks['anchor_p'])} others by Holm's test against each, {FAMILY_LEVEL:.0%} family-wise"
+    start += f"ranks {rank:g} here ({checks['anchor_score']:.2f}), "
+    if side == BELOW:
+        below = ", ".join(label[v] for v in checks["anchor_below"])
+        return start + f"below {below} {holm} (from the best, {label[best]}: {difference})"
+    if side == NO_INTERVAL:  # too few seeds for an interval of the difference
+        return start + f"no interval against the best, {label[best]} (difference {gap[0]:+.2f})"
+    return start + f"not distinguishable from the best, {label[best]} ({difference}; below none {holm})"
 
 
 def _verdict(held: float, of: int) -> str:
