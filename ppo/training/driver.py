@@ -166,8 +166,10 @@ def iteration_stats(stats: dict, algo, spec) -> tuple[dict[str, np.ndarray], np.
     return stats, finite, rollout_seconds
 
 
-# With checkpoint_seconds, the gap after a save is at least this many times the save's own duration: ACER's
-# checkpoint holds its replay buffer (GBs), whose save may take longer than a minute's share
+# With checkpoint_seconds, the process spends at least this many times a save's CPU time training before the next
+# save: ACER's checkpoint holds its replay buffer (GBs), whose save may take longer than a minute's share. CPU time,
+# not wall clock: a grid runs at nice 19, and a save during a burst of other work once took over 26 s of wall clock,
+# which held the next save off for most of an hour after the burst had passed (2026-12-06)
 SAVE_TIME_FACTOR = 100
 
 
@@ -177,7 +179,7 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
     """Train the runs of ``specs`` together. With ``checkpoint``, the whole group state is saved there
     every ``checkpoint_every`` iterations, and a later call resumes from it, with records identical to an
     uninterrupted run (tests/training/test_checkpoint.py). With ``checkpoint_seconds``, a save also waits that long
-    after the last one (or the start), and SAVE_TIME_FACTOR times the last save's duration: A2C on Atari updates
+    after the last one (or the start), and SAVE_TIME_FACTOR times the last save's CPU time: A2C on Atari updates
     every 80 agent steps (0.09 s) and its checkpoint holds every update's records (benchmarks/checkpoint_cost.py).
     ``max_iterations`` stops after that many iterations, the records then being the start of the full runs'
     (``ppo.training.verify``); such records are never written."""
@@ -220,7 +222,7 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
             return np.full(G, progress.iteration < algo.num_iterations)
         return ctx.log.steps < cfg.total_steps  # CEM: generations until each run spent its steps
 
-    last_log, last_save, gap = 0.0, time.perf_counter(), checkpoint_seconds
+    last_log, last_save, last_save_cpu, cpu_gap = 0.0, time.perf_counter(), time.process_time(), 0.0
     while (progress.alive.any() and (budget_left() & progress.alive).any()
            and (max_iterations is None or progress.iteration < max_iterations)):
         t0 = time.perf_counter()
@@ -239,12 +241,13 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
             steps_per_second = float((ctx.log.steps - steps_before).sum()) / seconds
             log(progress_line(progress, ctx, cfg.total_steps, done, steps_per_second))
         if (checkpoint is not None and checkpoint_every and progress.iteration % checkpoint_every == 0
-                and time.perf_counter() - last_save >= gap):
-            started = time.perf_counter()
+                and time.perf_counter() - last_save >= checkpoint_seconds
+                and time.process_time() - last_save_cpu >= cpu_gap):
+            started_cpu = time.process_time()
             save_checkpoint()
-            last_save = time.perf_counter()
-            if checkpoint_seconds:  # saving keeps to about 1 % of the time, however large the state
-                gap = max(checkpoint_seconds, SAVE_TIME_FACTOR * (last_save - started))
+            last_save, last_save_cpu = time.perf_counter(), time.process_time()
+            if checkpoint_seconds:  # saving keeps to about 1 % of the CPU time, however large the state
+                cpu_gap = SAVE_TIME_FACTOR * (last_save_cpu - started_cpu)
     ctx.envs.close()
 
     results = [group_result(g, spec_g, ctx, progress) for g, spec_g in enumerate(specs)]

@@ -2,6 +2,7 @@
 uninterrupted group (CPU, one thread)."""
 import dataclasses
 import json
+import time
 
 import pytest
 import torch
@@ -65,6 +66,26 @@ def test_checkpoint_seconds_bound_how_often_the_group_saves(tmp_path, monkeypatc
                               checkpoint_seconds=seconds)
         assert len(results[0].updates) == 8 and saved.count(ckpt) == saves, seconds
         assert_same_records(uninterrupted, results)
+
+
+def test_a_save_stretched_by_a_busy_machine_does_not_hold_the_next_one_off(tmp_path, monkeypatch, uninterrupted):
+    """Each save sleeps 0.3 s, as a save does when other work holds the core: wall clock passes, little CPU time. The
+    gap after a save is SAVE_TIME_FACTOR times the save's CPU time (here 1x, a few ms, less than an update's), so the
+    group still saves after each of its 8 updates; timed by wall clock, 0.3 s would skip most of them."""
+    saved = []
+    write = records.atomic_write
+
+    def slow_write(path, fn):
+        time.sleep(0.3)
+        saved.append(path)
+        return write(path, fn)
+
+    monkeypatch.setattr(records, "atomic_write", slow_write)
+    monkeypatch.setattr(ppo.training.driver, "SAVE_TIME_FACTOR", 1)
+    ckpt = tmp_path / "busy.ckpt"
+    results = train_group(specs(), log=lambda _: None, checkpoint=ckpt, checkpoint_every=1, checkpoint_seconds=1e-9)
+    assert saved.count(ckpt) == 8
+    assert_same_records(uninterrupted, results)
 
 
 def test_checkpoint_of_other_runs_is_not_used(tmp_path):
