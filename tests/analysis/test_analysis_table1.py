@@ -221,6 +221,21 @@ def test_paper_checks_by_hand_without_seed_noise():
     assert checks["largest_rank_moves"][0] == {"variant": "kl", "rank_ours": 2, "rank_paper": 1.0}
 
 
+def test_the_papers_best_with_the_highest_mean_is_best_only_above_every_other_setting():
+    """One task, random 0. ε = 0.2 (20, 21, 22) has the highest mean; against kl (13.5, 14, 14.5) Welch's p is 0.0018,
+    against no_clip (9, 10, 11) 0.0002, against clip_0.1 (19, 20, 21) 0.29: Holm over 3 finds it above kl and no_clip
+    (0.0002 < 0.05/3, 0.0018 < 0.05/2) but not clip_0.1 (0.29 > 0.05), so it is not distinguishable from the best,
+    though best by mean. With clip_0.1 at (12, 13, 14) (p 0.0006), above all three: best."""
+    published = pd.Series({"no_clip": -0.39, "clip_0.2": 0.82, "kl": 0.71, "clip_0.1": 0.76})
+    for clip_01, above, side in [([19.0, 20.0, 21.0], ["kl", "no_clip"], "not distinguishable"),
+                                 ([12.0, 13.0, 14.0], ["clip_0.1", "kl", "no_clip"], "best")]:
+        scores = _cells({("clip_0.2", "T1"): [20.0, 21.0, 22.0], ("kl", "T1"): [13.5, 14.0, 14.5],
+                         ("clip_0.1", "T1"): clip_01, ("no_clip", "T1"): [9.0, 10.0, 11.0]})
+        checks = paper_checks(scores, pd.Series({"T1": 0.0}), published, n_resamples=50)
+        assert checks["best_variant"] == "clip_0.2" and checks["anchor_below"] == []
+        assert sorted(checks["anchor_above"]) == above and checks["anchor_vs_best"] == side
+
+
 @pytest.mark.parametrize("best_runs, expected", [([13.5, 14.0, 14.5], []), ([20.0, 21.0, 22.0], ["kl"])])
 def test_the_papers_best_is_tested_against_each_other_setting(best_runs, expected):
     """One task, random 0, so each setting's normalised score is its score over the best mean, and Welch's p is the

@@ -191,7 +191,8 @@ def test_training_time_reads_as_a_duration():
 
 def test_anchor_sentence_names_the_settings_the_papers_best_lies_below():
     """ε = 0.2 below another setting by Holm's test need not be below the best one: the sentence names the settings
-    the test found, with the difference from the best beside; not distinguishable says none."""
+    the test found, with the difference from the best beside; not distinguishable says none. With the highest mean it
+    is the best only above every other setting by the same test; else it says how many it lies above."""
     label = pd.Series({"clip_0.1": "ε = 0.1", "clip_0.2": "ε = 0.2", "kl_fixed_3": "β = 3"})
     checks = {"anchor": "clip_0.2", "best_variant": "clip_0.1", "anchor_score": 0.8, "anchor_vs_best": "below",
               "anchor_minus_best": [-0.05, -0.12, 0.02], "anchor_below": ["kl_fixed_3"],
@@ -203,9 +204,14 @@ def test_anchor_sentence_names_the_settings_the_papers_best_lies_below():
     assert front_page.anchor_sentence(checks, label, 3, "t interval") == (
         "the paper's best, ε = 0.2, ranks 3 here (0.80), not distinguishable from the best, ε = 0.1 (difference "
         "-0.05, t interval -0.12 to +0.02; below none of the 2 others by Holm's test against each, 5% family-wise)")
-    checks.update(anchor_vs_best="best", best_variant="clip_0.2")
+    checks.update(anchor_vs_best="not distinguishable", best_variant="clip_0.2", anchor_above=["kl_fixed_3"])
     assert front_page.anchor_sentence(checks, label, 1, "t interval") == (
-        "the paper's best, ε = 0.2, is the best setting here (0.80)")
+        "the paper's best, ε = 0.2, has the highest mean here (0.80) but lies above only 1 of the 2 others by "
+        "Holm's test against each, 5% family-wise: not distinguishable from the best")
+    checks.update(anchor_vs_best="best", anchor_above=["clip_0.1", "kl_fixed_3"])
+    assert front_page.anchor_sentence(checks, label, 1, "t interval") == (
+        "the paper's best, ε = 0.2, is the best setting here (0.80), above all the 2 others by Holm's test against "
+        "each, 5% family-wise")
 
 
 # The published Table 1 and Figure 3 (seeds 0-2) with our published random-policy scores, as the code before issue 31
