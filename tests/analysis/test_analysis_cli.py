@@ -77,7 +77,7 @@ def test_report_end_to_end(study):
                                                                              pytest.approx(2.207267, abs=1e-6))
     assert (t1.loc["no_clip", "ci_low"], t1.loc["no_clip", "ci_high"]) == (pytest.approx(-0.218141, abs=1e-6),
                                                                            pytest.approx(1.551474, abs=1e-6))
-    assert t1.loc["clip_0.2", "vs_best"] == "not distinguishable" and t1.loc["no_clip", "vs_best"] == "best"
+    assert t1.loc["clip_0.2", "vs_best"] == "not distinguishable" and t1.loc["no_clip", "vs_best"] == "highest mean"
     assert t1.loc["no_clip", "n_diverged"] == 1 and t1.loc["clip_0.2", "n_runs"] == 4
     assert t1.loc["clip_0.2", "published"] == _published("clipping", "epsilon=0.2")
     assert t1.loc["no_clip", "published"] == _published("no_clipping_or_penalty", "")

@@ -88,7 +88,7 @@ def test_table1_values_cis_ranks_and_published(scores, published):
                                                                    pytest.approx(2.207267, abs=1e-6))
     assert (rows.loc["b", "ci_low"], rows.loc["b", "ci_high"]) == (pytest.approx(-0.218141, abs=1e-6),
                                                                    pytest.approx(1.551474, abs=1e-6))
-    assert rows.loc["b", "vs_best"] == "best" and math.isnan(rows.loc["b", "diff_vs_best"])
+    assert rows.loc["b", "vs_best"] == "highest mean" and math.isnan(rows.loc["b", "diff_vs_best"])
     assert (rows.loc["a", "diff_vs_best"], rows.loc["a", "diff_ci_low"], rows.loc["a", "diff_ci_high"]) == (
         pytest.approx(-1 / 60), pytest.approx(-0.914489, abs=1e-6), pytest.approx(0.881155, abs=1e-6))
     assert rows.loc["a", "vs_best"] == "not distinguishable"

@@ -98,7 +98,7 @@ def test_front_page_says_which_settings_are_within_noise():
     table = ("| variant_label | ours | ci_low | ci_high |\n| --- | ---: | ---: | ---: |\n"
              "| A | 0.90 | 0.80 | 0.95 |\n| B | 0.85 | 0.70 | 0.81 |\n| C | 0.40 | 0.30 | 0.79 |")
     note = _script("front_page.py").noise_note(table)
-    assert note.strip() == ("Best: A. Within noise of it (95% intervals overlap, or less than 0.02 apart): B. "
+    assert note.strip() == ("Highest mean: A. Within noise of it (95% intervals overlap, or less than 0.02 apart): B. "
                             "Clearly below it: C.")
     assert _script("front_page.py").noise_note(table.replace("0.79", "")) == ""  # no interval, no verdict
 

@@ -54,7 +54,7 @@ def test_table1_takes_the_method_its_smallest_cell_allows(n):
         mean = stratified_bootstrap_t(cells["a"], [1.0, 1.0], 2, 2000, seed=3)
         diff = stratified_bootstrap_t(cells["a"] + cells["b"], [1.0, 1.0, -1.0, -1.0], 2, 2000, seed=3)
     assert tuple(t1.loc["a", ["ours", "ci_low", "ci_high"]]) == (mean.point, mean.low, mean.high)
-    assert t1.loc["b", "vs_best"] == "best"
+    assert t1.loc["b", "vs_best"] == "highest mean"
     assert tuple(t1.loc["a", ["diff_vs_best", "diff_ci_low", "diff_ci_high"]]) == (diff.point, diff.low, diff.high)
 
 

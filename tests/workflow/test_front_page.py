@@ -162,7 +162,7 @@ def test_the_page_opens_on_this_run_and_the_terminal_ends_on_it(tmp_path):
     assert page.index(mine) < page.index(paper) < page.index("## Table 1 at the paper's scale")
     assert summary.index(paper) < summary.index("## Figure 3 at the paper's scale") < summary.index(mine)
     assert summary.rstrip().endswith("No setting is below it.") or "Below it: No clipping or penalty." in summary
-    assert summary.rstrip().splitlines()[-1].startswith("Best: Clipping, ε = 0.2.")  # the noise rule reads vs_best
+    assert summary.rstrip().splitlines()[-1].startswith("Highest mean: Clipping, ε = 0.2.")  # the noise rule reads vs_best
     verdicts = [line for line in summary.splitlines() if line.startswith("- **")]
     assert [v.split(":")[0] for v in verdicts[:2]] == ["- **Table 1", "- **Figure 3"]
     assert any(v.startswith("- **table1_v4**") for v in verdicts) and any(v.startswith("- **Atari") for v in verdicts)
@@ -199,15 +199,15 @@ def test_anchor_sentence_names_the_settings_the_papers_best_lies_below():
               "anchor_p": {"clip_0.1": 0.2, "kl_fixed_3": 0.001}}
     assert front_page.anchor_sentence(checks, label, 3, "t interval") == (
         "the paper's best, ε = 0.2, ranks 3 here (0.80), below β = 3 of the 2 others by Holm's test against each, "
-        "5% family-wise (from the best, ε = 0.1: difference -0.05, t interval -0.12 to +0.02)")
+        "5% family-wise (from the highest mean, ε = 0.1: difference -0.05, t interval -0.12 to +0.02)")
     checks.update(anchor_vs_best="not distinguishable", anchor_below=[])
     assert front_page.anchor_sentence(checks, label, 3, "t interval") == (
-        "the paper's best, ε = 0.2, ranks 3 here (0.80), not distinguishable from the best, ε = 0.1 (difference "
+        "the paper's best, ε = 0.2, ranks 3 here (0.80), not distinguishable from the highest mean, ε = 0.1 (difference "
         "-0.05, t interval -0.12 to +0.02; below none of the 2 others by Holm's test against each, 5% family-wise)")
     checks.update(anchor_vs_best="not distinguishable", best_variant="clip_0.2", anchor_above=["kl_fixed_3"])
     assert front_page.anchor_sentence(checks, label, 1, "t interval") == (
         "the paper's best, ε = 0.2, has the highest mean here (0.80) but lies above only 1 of the 2 others by "
-        "Holm's test against each, 5% family-wise: not distinguishable from the best")
+        "Holm's test against each, 5% family-wise: not shown to be the best")
     checks.update(anchor_vs_best="best", anchor_above=["clip_0.1", "kl_fixed_3"])
     assert front_page.anchor_sentence(checks, label, 1, "t interval") == (
         "the paper's best, ε = 0.2, is the best setting here (0.80), above all the 2 others by Holm's test against "
@@ -251,7 +251,7 @@ def test_three_seed_view_of_the_published_runs_is_todays_table1_and_figure3(monk
     verdict, note, table = front_page.paper_table1(PUBLISHED, random, n_resamples=2000)
     assert table + "\n" == (FIXTURES / "table1_paper_three_seeds.md").read_text(encoding="utf-8")
     assert verdict.endswith("the paper's best, Clipping, ε = 0.2, ranks 5 here (0.80), not distinguishable from the "
-                            "best, Clipping, ε = 0.1 (difference -0.07, Welch's 95% interval -0.16 to +0.01; below none of "
+                            "highest mean, Clipping, ε = 0.1 (difference -0.07, Welch's 95% interval -0.16 to +0.01; below none of "
                             "the 10 others by Holm's test against each, 5% family-wise).")
     assert "3 seeds in each of the 77 (setting, task) cells (seeds 0–2); intervals: Student t interval" in note
     _, _, table = front_page.paper_figure3(PUBLISHED, random, n_resamples=2000)
@@ -336,8 +336,8 @@ def test_seeds_beyond_the_paper_sit_beside_its_three(monkeypatch):
     random = published_random()
     verdict, note, table = front_page.paper_table1(PUBLISHED, random, n_resamples=300)
     head, _, *rows = front_page.cells_of(table.splitlines())
-    assert head == ["setting", "ours, 4 to 5 seeds", "95% interval", "vs the best", "ours, seeds 0–2",
-                    "95% t interval", "vs the best, seeds 0–2", "paper", "rank, ours", "rank, seeds 0–2", "rank, paper"]
+    assert head == ["setting", "ours, 4 to 5 seeds", "95% interval", "vs the highest mean", "ours, seeds 0–2",
+                    "95% t interval", "vs the highest mean, seeds 0–2", "paper", "rank, ours", "rank, seeds 0–2", "rank, paper"]
     ppo = next(r for r in rows if r[0] == "Clipping, ε = 0.2")
     assert ppo[4:7] == ["0.80", "0.72 to 0.87", "not distinguishable"] and ppo[9] == "5"  # today's 3-seed numbers
     assert ("unequal seeds: 4 to 5 per (setting, task) cell (of the 77 cells, 11 have 4, 66 have 5; every cell has "

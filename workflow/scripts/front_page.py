@@ -124,11 +124,11 @@ def noise_note(table: str) -> str:
         return ""
     best, within, below = clearly_below(rows)
     if "vs_best" in rows:
-        return (f"\n\nBest: {best}. Not distinguishable from it (Welch's 95% interval of the difference from the best "
+        return (f"\n\nHighest mean: {best}. Not distinguishable from it (Welch's 95% interval of the difference from it "
                 f"crosses 0, or the difference is under {TIE_MARGIN}; analysis.table1.BEST_RULE): "
                 f"{', '.join(within) or 'none'}." + (f" Below it: {', '.join(below)}." if below else
                                                       " No setting is below it."))
-    return (f"\n\nBest: {best}. Within noise of it (95% intervals overlap, or less than {TIE_MARGIN} apart): "
+    return (f"\n\nHighest mean: {best}. Within noise of it (95% intervals overlap, or less than {TIE_MARGIN} apart): "
             f"{', '.join(within) or 'none'}."
             + (f" Clearly below it: {', '.join(below)}." if below else " No setting is clearly below it."))
 
@@ -344,7 +344,7 @@ def paper_table1(published: Path, random_scores: pd.Series | None, n_resamples: 
     label = t1.set_index("variant")["variant_label"]
     counts = seed_counts(scores)
     more = counts.high > PAPER_SEEDS  # seeds beyond the paper's: its 3-seed view beside
-    head = ["setting", "ours", "95% interval", "vs the best", "paper", "rank, ours", "rank, paper"]
+    head = ["setting", "ours", "95% interval", "vs the highest mean", "paper", "rank, ours", "rank, paper"]
     body = [[r.variant_label, f"{r.ours:.2f}", _interval(r.ci_low, r.ci_high), r.vs_best,
              "" if np.isnan(r.published) else f"{r.published:.2f}", f"{r.rank_ours:g}",
              "" if np.isnan(r.rank_published) else f"{r.rank_published:g}"] for r in t1.itertuples()]
@@ -354,8 +354,8 @@ def paper_table1(published: Path, random_scores: pd.Series | None, n_resamples: 
         t3 = table1(three, random_scores, paper_rows(manifests), paper, n_resamples, seed=seed).set_index("variant")
         checks3 = paper_checks(three, random_scores, t1.set_index("variant")["published"], anchor=study.anchor,
                                seed=seed, interval_resamples=n_resamples)
-        head = [head[0], f"ours, {counts.short()}", "95% interval", "vs the best", f"ours, {seed_span(PAPER_SEEDS)}",
-                "95% t interval", f"vs the best, {seed_span(PAPER_SEEDS)}", "paper", "rank, ours",
+        head = [head[0], f"ours, {counts.short()}", "95% interval", "vs the highest mean", f"ours, {seed_span(PAPER_SEEDS)}",
+                "95% t interval", f"vs the highest mean, {seed_span(PAPER_SEEDS)}", "paper", "rank, ours",
                 f"rank, {seed_span(PAPER_SEEDS)}", "rank, paper"]
         align = ["---", "---:", "---:", "---", "---:", "---:", "---", "---:", "---:", "---:", "---:"]
         for row, r in zip(body, t1.itertuples()):
@@ -385,10 +385,10 @@ def paper_table1(published: Path, random_scores: pd.Series | None, n_resamples: 
             "gymnasium v5 tasks), normalised as the paper "
             "does: per task our random policy 0 and our best setting 1, the mean over the 7 tasks and "
             f"{counts.short()} "
-            "(analysis.table1.table1: its 95% interval over seeds and tasks, and each setting against the best by "
+            "(analysis.table1.table1: its 95% interval over seeds and tasks, and each setting against the highest mean by "
             f"the interval of the difference, analysis.table1.best_rule). Seeds: {counts.text()} "
             + (f"Beside it, the paper's protocol alone ({seed_span(PAPER_SEEDS)}: 95% t intervals, Welch's rule "
-               "against the best), so a reader sees what 3 seeds could and could not tell. " if more else
+               "against the highest mean), so a reader sees what 3 seeds could and could not tell. " if more else
                f"From {seed_span(PAPER_SEEDS)} alone a percentile bootstrap interval would be about the seeds' range "
                "(coverage near 75%); once more seeds are published the table sets its 3-seed view beside them and, "
                "from 5 seeds in every cell, takes the studentized bootstrap. ")
@@ -415,16 +415,16 @@ def anchor_sentence(checks: dict, label: pd.Series, rank: float, method_words: s
         return start + f"is the best setting here ({checks['anchor_score']:.2f}), above all {holm.removeprefix('of ')}"
     if anchor == best:  # the highest mean, within noise of some other setting (seeds_needed names the others)
         return (start + f"has the highest mean here ({checks['anchor_score']:.2f}) but lies above only "
-                f"{len(checks['anchor_above'])} {holm}: not distinguishable from the best")
+                f"{len(checks['anchor_above'])} {holm}: not shown to be the best")
     gap = checks["anchor_minus_best"]
     difference = f"difference {gap[0]:+.2f}, {method_words} {gap[1]:+.2f} to {gap[2]:+.2f}"
     start += f"ranks {rank:g} here ({checks['anchor_score']:.2f}), "
     if side == BELOW:
         below = ", ".join(label[v] for v in checks["anchor_below"])
-        return start + f"below {below} {holm} (from the best, {label[best]}: {difference})"
+        return start + f"below {below} {holm} (from the highest mean, {label[best]}: {difference})"
     if side == NO_INTERVAL:  # too few seeds for an interval of the difference
-        return start + f"no interval against the best, {label[best]} (difference {gap[0]:+.2f})"
-    return start + f"not distinguishable from the best, {label[best]} ({difference}; below none {holm})"
+        return start + f"no interval against the highest mean, {label[best]} (difference {gap[0]:+.2f})"
+    return start + f"not distinguishable from the highest mean, {label[best]} ({difference}; below none {holm})"
 
 
 def _verdict(held: float, of: int) -> str:
