@@ -239,7 +239,7 @@ def test_table1_findings_name_the_distinguishable_pairs_by_the_higher_setting():
     assert sorted(pairs.answer.split("; ")) == ["No clipping or penalty > β = 1", "ε = 0.2 > No clipping or penalty",
                                                 "ε = 0.2 > β = 1"]
     below = found["settings below the highest mean with 5% family-wise error"]
-    assert (below.answer, below.evidence) == ("No clipping or penalty, β = 1", "2 of 2 (the best's pairs that pass "
+    assert (below.answer, below.evidence) == ("No clipping or penalty, β = 1", "2 of 2 (the highest mean's pairs that pass "
                                                                                  "Holm's test over all 3)")
     family = found["pairs distinguishable with 5% family-wise error"]
     assert (family.text, family.answer) == ("3 of 3", pairs.answer)
