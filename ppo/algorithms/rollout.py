@@ -45,12 +45,15 @@ class EpisodeLog:
     """Per-run environment-step counters and finished episodes (global_step, return, length).
 
     Runs that diverged, or already spent their budget, stop being recorded (``recording``) while the
-    group goes on computing them; ``steps`` counts each run's environment steps.
+    group goes on computing them; ``steps`` counts each run's environment steps. Its clocks, wall (``start``) and
+    the process's CPU time (``cpu_start``), carry on over a checkpoint; ``cpu_start`` is None after a checkpoint
+    written before CPU time was kept (2026-12-07), whose earlier parts' CPU time is unknown.
     """
 
     def __init__(self, num_runs: int, envs_per_run: int, start: float):
         self.envs_per_run = envs_per_run
         self.start = start
+        self.cpu_start: float | None = time.process_time()
         self.steps = np.zeros(num_runs, dtype=np.int64)
         self.episodes: list[list[tuple]] = [[] for _ in range(num_runs)]
         self.recording = np.ones(num_runs, dtype=bool)
@@ -75,13 +78,20 @@ class EpisodeLog:
 
     def state(self) -> dict:
         return {"steps": torch.from_numpy(self.steps.copy()), "episodes": self.episodes,
-                "recording": self.recording.tolist(), "elapsed": time.perf_counter() - self.start}
+                "recording": self.recording.tolist(), "elapsed": time.perf_counter() - self.start,
+                "cpu_elapsed": self.cpu_seconds()}
+
+    def cpu_seconds(self) -> float | None:
+        """The CPU time spent on the group so far (core-seconds, every part), or None where a part did not keep it."""
+        return None if self.cpu_start is None else time.process_time() - self.cpu_start
 
     def load_state(self, state: dict) -> None:
         self.steps[:] = state["steps"].numpy()
         self.episodes = [[tuple(e) for e in ep] for ep in state["episodes"]]
         self.recording[:] = state["recording"]
         self.start = time.perf_counter() - state["elapsed"]
+        cpu = state.get("cpu_elapsed")
+        self.cpu_start = None if cpu is None else time.process_time() - cpu
 
 
 @dataclass

@@ -81,7 +81,7 @@ WINDOW_STEPS = 2048
 INDEX_COLUMNS = ["study", "task", "variant", "seed", "status", "config_digest", "config_schema",
                  "config_digest_current", "commit", "dirty", "host",
                  "processor", "resumed_on_another_platform",
-                 "cpu_count", "python", "torch", "numpy", "mujoco", "gymnasium", "wall_seconds", "group",
+                 "cpu_count", "python", "torch", "numpy", "mujoco", "gymnasium", "wall_seconds", "cpu_seconds", "group",
                  "finished", "sha256_episodes", "sha256_updates", "sha256_timing", "sha256_samples"]
 HASHED = (*records.RECORD_FILES, "samples.parquet")  # the record files INDEX.csv lists a hash of (an RLHF run: samples)
 
@@ -217,6 +217,7 @@ def index_row(study, run, folder: Path) -> dict:
             "cpu_count": host.get("cpu_count"), "python": host.get("python"), "torch": packages.get("torch"),
             "numpy": packages.get("numpy"), "mujoco": packages.get("mujoco"),
             "gymnasium": packages.get("gymnasium"), "wall_seconds": m.get("wall_seconds"),
+            "cpu_seconds": m.get("cpu_seconds"),  # the group's CPU time: absent before 2026-12-07
             # the runs trained in one process with it (an RLHF run trains alone: itself)
             "group": "; ".join(m.get("group") or ([run.run_id] if study.kind == "rlhf" else [])),
             **{f"sha256_{name.split('.')[0]}": (m.get("sha256") or {}).get(name) for name in HASHED},
@@ -417,12 +418,21 @@ def status(sources: list[Path], published: Path = PUBLISHED, sb3_sources: tuple[
 
 
 def training_time(what: str, runs: pd.DataFrame) -> str:
-    """One line: the job-hours of the groups of ``runs`` (INDEX.csv rows), in all and by processor."""
+    """One line: the job-hours of the groups of ``runs`` (INDEX.csv rows), in all and by processor, and the
+    core-hours of CPU time of the groups that recorded it (manifests since 2026-12-07)."""
     groups = runs.drop_duplicates(["group"])
-    return (f"training time of {what}: {groups['wall_seconds'].sum() / 3600:.1f} job-hours (wall clock of {len(groups)} "
+    line = (f"training time of {what}: {groups['wall_seconds'].sum() / 3600:.1f} job-hours (wall clock of {len(groups)} "
             "single-threaded groups, more than their CPU time where a core was shared; by processor: "
             + ", ".join(f"{h} {w / 3600:.1f}" for h, w in groups.groupby("processor")["wall_seconds"].sum().items())
             + ")")
+    cpu = pd.to_numeric(groups["cpu_seconds"], errors="coerce") if "cpu_seconds" in groups else pd.Series(dtype=float)
+    kept = groups[cpu.notna()] if len(cpu) else groups.iloc[:0]
+    if len(kept):
+        by = cpu[cpu.notna()].groupby(kept["processor"]).sum()
+        line += (f"; CPU time of the {len(kept)} of {len(groups)} groups that recorded it: "
+                 f"{cpu.sum() / 3600:.1f} core-hours against {kept['wall_seconds'].sum() / 3600:.1f} job-hours of "
+                 "their wall clock (by processor: " + ", ".join(f"{h} {s / 3600:.1f}" for h, s in by.items()) + ")")
+    return line
 
 
 def seed_waves(name: str, seeds: list[int], done: list[bool]) -> str:

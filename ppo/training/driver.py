@@ -251,10 +251,11 @@ def train_group(specs: list[RunSpec], log=print, checkpoint: Path | None = None,
     ctx.envs.close()
 
     results = [group_result(g, spec_g, ctx, progress) for g, spec_g in enumerate(specs)]
+    wall_seconds, cpu_seconds = time.perf_counter() - ctx.log.start, ctx.log.cpu_seconds()  # the group's training
     for g, result in enumerate(results):
         if result.spec.out_dir is not None:
-            write_run(result, algo.run_model(g), group=[s.run_id for s in specs],
-                      wall_seconds=time.perf_counter() - ctx.log.start, git=code, parts=progress.parts)
+            write_run(result, algo.run_model(g), group=[s.run_id for s in specs], wall_seconds=wall_seconds,
+                      git=code, parts=progress.parts, cpu_seconds=cpu_seconds)
     if checkpoint is not None and max_iterations is None:
         Path(checkpoint).unlink(missing_ok=True)  # every record is written; nothing left to resume
     return results
@@ -370,9 +371,11 @@ def resumed_elsewhere(parts: list[dict]) -> bool | None:
 
 
 def write_run(result: RunResult, model: dict, group: list[str], wall_seconds: float, git: dict,
-              parts: list[dict] | None = None) -> None:
+              parts: list[dict] | None = None, cpu_seconds: float | None = None) -> None:
     """Parquet tables, final model and normalizer, then the manifest (last: its presence means complete).
-    ``parts``: where each stretch of the training ran (train_group); one part when it never stopped."""
+    ``parts``: where each stretch of the training ran (train_group); one part when it never stopped. ``wall_seconds``
+    and ``cpu_seconds``: the whole group's (its process's CPU time, every part; None when a part did not keep it): a
+    wall clock at nice 19 beside other work is longer than the training's cost, the CPU time is that cost."""
     spec, out = result.spec, Path(result.spec.out_dir)
     records.write_parquet(result.episodes, out / "episodes.parquet")
     records.write_parquet(result.updates, out / "updates.parquet")
@@ -383,7 +386,7 @@ def write_run(result: RunResult, model: dict, group: list[str], wall_seconds: fl
         "seed": spec.seed, "derived_seeds": result.derived_seeds, "status": result.status,
         "diverged_at_step": result.diverged_at_step, "diverged_reason": result.diverged_reason,
         "total_steps": spec.config.total_steps, "config_schema": SCHEMA_VERSION, "config": spec.config.to_dict(),
-        "n_episodes": len(result.episodes), "group": group, "wall_seconds": wall_seconds,
+        "n_episodes": len(result.episodes), "group": group, "wall_seconds": wall_seconds, "cpu_seconds": cpu_seconds,
         "torch_threads": torch.get_num_threads(), "packages": records.package_versions(),
         "git": git, "host": records.host_info(), "platform": records.numerics_platform(),
         "training_parts": parts or [training_part(0, 0, git)],

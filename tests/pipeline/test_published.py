@@ -429,9 +429,32 @@ def test_status_writes_no_file(tmp_path):
     assert beyond == [f"training time of table1's seed 1 published so far: {seed1['wall_seconds'].sum() / 3600:.1f} "
                       f"job-hours (wall clock of {len(seed1)} single-threaded groups, more than their CPU time where a "
                       f"core was shared; by processor: {seed1['processor'].iloc[0]} "
-                      f"{seed1['wall_seconds'].sum() / 3600:.1f})"]
+                      f"{seed1['wall_seconds'].sum() / 3600:.1f}); CPU time of the {len(seed1)} of {len(seed1)} groups "
+                      f"that recorded it: {seed1['cpu_seconds'].sum() / 3600:.1f} core-hours against "
+                      f"{seed1['wall_seconds'].sum() / 3600:.1f} job-hours of their wall clock (by processor: "
+                      f"{seed1['processor'].iloc[0]} {seed1['cpu_seconds'].sum() / 3600:.1f})"]
+    assert (seed1["cpu_seconds"] > 0).all()  # the manifests' CPU time reaches INDEX.csv
     (run_dir(published, study, runs[1]) / "manifest.json").unlink()  # a publish now would drop its row
     report = status([tmp_path / "grid"], published, names=("table1",), scale="smoke", seeds=2)
     assert "table1: 1 of" in report and "1 more finished, not yet published" in report
     assert "table1: no seed published in every cell; seed 0 in 1 of 22 cells" in report.splitlines()  # seed_waves
     assert index.read_bytes() == before and index.stat().st_mtime_ns == listed
+
+
+def test_training_time_adds_the_cpu_time_of_the_groups_that_recorded_it():
+    """Three groups, 2 h, 1 h and 1 h of wall clock; the last two recorded 0.5 h and 0.25 h of CPU time (one shared
+    its core): 4.0 job-hours in all; CPU time of 2 of 3 groups, 0.8 core-hours against their 2.0 job-hours."""
+    from ppo.pipeline.publish import INDEX_COLUMNS, training_time
+
+    rows = [("g1", 7200.0, None, "AuthenticAMD-25-AVX512"), ("g2", 3600.0, 1800.0, "GenuineIntel-6-AVX512"),
+            ("g2", 3600.0, 1800.0, "GenuineIntel-6-AVX512"),  # a second run of g2: counted once
+            ("g3", 3600.0, 900.0, "AuthenticAMD-25-AVX512")]
+    runs = pd.DataFrame([{"group": g, "wall_seconds": w, "cpu_seconds": c, "processor": p} for g, w, c, p in rows],
+                        columns=INDEX_COLUMNS)
+    assert training_time("x", runs) == (
+        "training time of x: 4.0 job-hours (wall clock of 3 single-threaded groups, more than their CPU time where a "
+        "core was shared; by processor: AuthenticAMD-25-AVX512 3.0, GenuineIntel-6-AVX512 1.0); CPU time of the 2 of 3 "
+        "groups that recorded it: 0.8 core-hours against 2.0 job-hours of their wall clock (by processor: "
+        "AuthenticAMD-25-AVX512 0.2, GenuineIntel-6-AVX512 0.5)")
+    older = runs.assign(cpu_seconds=None)  # INDEX.csv rows from before 2026-12-07: no CPU clause
+    assert training_time("x", older).endswith("GenuineIntel-6-AVX512 1.0)")

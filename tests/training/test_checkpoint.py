@@ -222,3 +222,30 @@ def test_a_checkpoint_holds_its_records_as_columns_and_one_with_rows_still_resum
         state[key] = [rows_from_columns(saved) for saved in state[key]]  # as an earlier checkpoint held them
     torch.save(state, ckpt)
     assert_resumes_as_uninterrupted(ckpt, uninterrupted)
+
+
+def test_the_manifest_keeps_the_groups_cpu_time_over_every_part(tmp_path, monkeypatch):
+    """cpu_seconds: the process's CPU time on the group, carried over a checkpoint like wall_seconds; unknown (None)
+    when the checkpoint came from a part that did not keep it (written before 2026-12-07)."""
+    ckpt, state = killed_in_update_5(tmp_path, monkeypatch)
+    assert state["log"]["cpu_elapsed"] > 0
+
+    def resumed_manifest(name, cpu_elapsed):
+        folder = tmp_path / name
+        if cpu_elapsed is None:
+            state["log"].pop("cpu_elapsed")
+        else:
+            state["log"]["cpu_elapsed"] = cpu_elapsed
+        torch.save(state, ckpt)
+        messages = []
+        train_group([dataclasses.replace(s, out_dir=folder / s.run_id) for s in specs()], log=messages.append,
+                    checkpoint=ckpt, checkpoint_every=2)
+        assert any("resumed from" in m for m in messages), messages
+        return [json.loads((folder / run / "manifest.json").read_text()) for run in ("a", "b")]
+
+    start = time.process_time()
+    carried = resumed_manifest("carried", 1000.0)  # an earlier part's 1,000 s of CPU time
+    spent = time.process_time() - start
+    assert carried[0]["cpu_seconds"] == carried[1]["cpu_seconds"] and carried[0]["wall_seconds"] == carried[1]["wall_seconds"]
+    assert 1000.0 < carried[0]["cpu_seconds"] <= 1000.0 + spent
+    assert [m["cpu_seconds"] for m in resumed_manifest("unknown", None)] == [None, None]
