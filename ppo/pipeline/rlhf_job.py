@@ -190,7 +190,7 @@ def main(argv=None) -> int:
     if problem:
         print(f"error: {problem}; nothing was trained", file=sys.stderr)
         return 2
-    code, start = records.git_state(), time.time()
+    code, start, cpu_start = records.git_state(), time.time(), time.process_time()
     if args.build_models is not None:
         cached_models(cfg, args.models_cache)  # written to a temporary file and renamed (records.atomic_write)
         print(f"wrote {models_path(cfg, args.models_cache)}, {time.time() - start:.1f} s", flush=True)
@@ -204,6 +204,7 @@ def main(argv=None) -> int:
                 "seed": args.seed, "config": cfg.to_dict(), "models_key": models_key(cfg), "models": result.info,
                 "status": result.status, "diverged_at_update": result.diverged_at_update,
                 "diverged_reason": result.diverged_reason, "wall_seconds": time.time() - start,
+                "cpu_seconds": time.process_time() - cpu_start,  # core-seconds: more than the wall with threads > 1
                 "threads": args.threads, "git": code, "code": code, "packages": records.package_versions(),
                 "host": records.host_info(), "platform": records.numerics_platform()}
     records.write_json(manifest, args.out / "manifest.json")  # last: its presence means the run finished

@@ -105,6 +105,7 @@ def test_a_diverged_run_is_recorded_not_a_crash(tmp_path, monkeypatch):
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["status"] == "diverged" and manifest["diverged_at_update"] == 0
     assert manifest["platform"]["key"].count("-") >= 2  # the numerics platform, as MuJoCo and Atari runs record it
+    assert 0 < manifest["cpu_seconds"]  # what the run cost, as MuJoCo and Atari runs record it
     updates = pd.read_parquet(tmp_path / "run" / "updates.parquet")
     assert list(updates["update"]) == [0] and updates["gold_reward"].notna().all()
 
