@@ -425,10 +425,10 @@ def training_time(what: str, runs: pd.DataFrame) -> str:
             "single-threaded groups, more than their CPU time where a core was shared; by processor: "
             + ", ".join(f"{h} {w / 3600:.1f}" for h, w in groups.groupby("processor")["wall_seconds"].sum().items())
             + ")")
-    cpu = pd.to_numeric(groups["cpu_seconds"], errors="coerce") if "cpu_seconds" in groups else pd.Series(dtype=float)
-    kept = groups[cpu.notna()] if len(cpu) else groups.iloc[:0]
+    cpu = pd.to_numeric(groups["cpu_seconds"], errors="coerce").dropna()  # INDEX_COLUMNS rows: blank before 2026-12-07
+    kept = groups.loc[cpu.index]
     if len(kept):
-        by = cpu[cpu.notna()].groupby(kept["processor"]).sum()
+        by = cpu.groupby(kept["processor"]).sum()
         line += (f"; CPU time of the {len(kept)} of {len(groups)} groups that recorded it: "
                  f"{cpu.sum() / 3600:.1f} core-hours against {kept['wall_seconds'].sum() / 3600:.1f} job-hours of "
                  "their wall clock (by processor: " + ", ".join(f"{h} {s / 3600:.1f}" for h, s in by.items()) + ")")
