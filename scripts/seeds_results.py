@@ -35,7 +35,10 @@ README_END = "<!-- end of the seeds summary -->"
 # What the page takes from the first page: its findings on Table 1, Figure 3 and the seeds each needs, then whole sections
 FINDINGS = ("- **Table 1", "- **Figure 3", "- **Seeds each conclusion needs**")
 SECTIONS = ("## Table 1 at the paper's scale, beside the paper", "## Figure 3 at the paper's scale",
-            "## How many seeds each conclusion needs")
+            "## How many seeds each conclusion needs", "## table1: Clipping, ε = 0.2 beside the references",
+            "## The checks of Table 1, beside it")
+# The first page's one line per check of Table 1 (front_page.check_findings), each where its runs are published
+CHECK_FINDING = ", a check beside Table 1's"
 
 
 def first_page(published: Path) -> str:
@@ -58,8 +61,8 @@ def first_page(published: Path) -> str:
 
 
 def pick(page: str) -> tuple[list[str], list[str]]:
-    """The first page's findings (one line each) and sections (heading to the next heading), in FINDINGS' and
-    SECTIONS' order; a missing one stops with its name, nothing written."""
+    """The first page's findings (one line each: FINDINGS', then any check's) and sections (heading to the next
+    heading), in SECTIONS' order; a missing finding of FINDINGS or section stops with its name, nothing written."""
     lines = page.splitlines()
     findings = []
     for start in FINDINGS:
@@ -67,6 +70,7 @@ def pick(page: str) -> tuple[list[str], list[str]]:
         if not found:
             raise SystemExit(f"the first page has no finding {start!r}: nothing written")
         findings.append(found[0])
+    findings += [line for line in lines if line.startswith("- **") and CHECK_FINDING in line]
     sections = []
     for heading in SECTIONS:
         at = next((i for i, line in enumerate(lines) if line.startswith(heading)), None)
@@ -95,11 +99,16 @@ def build(published: Path) -> tuple[str, str]:
         "<!-- written by scripts/seeds_results.py from published/; do not edit by hand -->",
         "Every published seed of each (setting, task) cell of Table 1 and Figure 3 at the paper's scale (issue 31: seeds "
         "3–9 trained by `STUDIES=table1,figure3 SEEDS=10 scripts/paper_grid.sh`, a seed of every cell at a time), with "
-        "the paper's protocol (seeds 0–2) beside it, as the first page of `./repro paper` shows them "
+        "the paper's protocol (seeds 0–2) beside it, then ε = 0.2 per task beside the published PPO numbers and the "
+        "checks of Table 1 at every seed they have, as the first page of `./repro paper` shows them "
         "(workflow/scripts/front_page.py, run on published/ by `python scripts/seeds_results.py`). Nothing here is "
         "typed by hand.",
         "\n".join(findings), *sections]) + "\n"
-    readme = "\n\n".join(["\n".join(findings), table_of(sections[0]),
+    readme = "\n\n".join(["\n".join(findings[:len(FINDINGS)]), table_of(sections[0]),
+                          "Clipping, ε = 0.2, per task at every published seed, beside SB3 with the same settings and "
+                          "the published PPO numbers at 1M steps (their rule, and the checks of each disagreement: "
+                          "[docs/seeds-results.md](docs/seeds-results.md)):",
+                          table_of(sections[3]),
                           "Figure 3, the notes and how many seeds each conclusion needs: "
                           "[docs/seeds-results.md](docs/seeds-results.md)."]) + "\n"
     return page, readme

@@ -40,7 +40,8 @@ def test_anchor_beside_references(tmp_path):
 
 def test_checks_beside_table1(tmp_path):
     """A check's runs (here table1_v4's ε = 0.2 on InvertedPendulum-v4, 3 seeds) beside Table 1's anchor on the
-    v5 task: its score, and check − anchor with the interval that resamples both sides' seeds."""
+    v5 task (4 seeds: the ten-seed grid publishes Table 1's seeds beyond the check's): its score over its seeds, the
+    anchor's over its own, each count named, and check − anchor by Welch's interval of the two sets."""
     import dataclasses
 
     import numpy as np
@@ -54,10 +55,10 @@ def test_checks_beside_table1(tmp_path):
 
     assert front_page.checks_beside_table1(tmp_path) is None  # nothing published yet
     scores = {}
-    for name, task in (("table1", "InvertedPendulum-v5"), ("table1_v4", "InvertedPendulum-v4")):
+    for name, task, seeds in (("table1", "InvertedPendulum-v5", 4), ("table1_v4", "InvertedPendulum-v4", 3)):
         study = load_study_config(name, "smoke")
         one = next(r for r in study.runs() if r.task == task and r.variant.name == "clip_0.2")
-        runs = [dataclasses.replace(one, seed=k) for k in range(3)]
+        runs = [dataclasses.replace(one, seed=k) for k in range(seeds)]
         # The published layout (published/<study>/paper/runs) holding short runs: 2048 steps each.
         study = dataclasses.replace(study, scale="paper")
         train_group([RunSpec(r.run_id, r.task, dataclasses.replace(r.variant.config, total_steps=2048), r.seed,
@@ -68,8 +69,8 @@ def test_checks_beside_table1(tmp_path):
     head, _, row, *more = front_page.cells_of(table.splitlines())
     assert not more and head[4].startswith("check − Table 1's clip_0.2")
     assert row[:2] == ["InvertedPendulum-v4", "table1_v4: Clipping, ε = 0.2"]
-    assert row[2].startswith(f"{scores['table1_v4'].mean():,.1f} (")
-    assert row[3] == f"{scores['table1'].mean():,.1f}"
+    assert row[2].startswith(f"{scores['table1_v4'].mean():,.1f} (") and row[2].endswith("), 3 seeds")
+    assert row[3] == f"{scores['table1'].mean():,.1f}, 4 seeds"
     difference, low, high = (float(x) for x in row[4].replace("(", "").replace(")", "").replace(" to ", " ").split())
     assert difference == round(scores["table1_v4"].mean() - scores["table1"].mean(), 1)
     assert low <= difference <= high and low < high
@@ -77,11 +78,11 @@ def test_checks_beside_table1(tmp_path):
     import scipy.stats
 
     a, b = scores["table1_v4"], scores["table1"]
-    va, vb = a.var(ddof=1) / 3, b.var(ddof=1) / 3
-    half = scipy.stats.t.ppf(0.975, (va + vb) ** 2 / (va ** 2 / 2 + vb ** 2 / 2)) * np.sqrt(va + vb)
+    va, vb = a.var(ddof=1) / 3, b.var(ddof=1) / 4
+    half = scipy.stats.t.ppf(0.975, (va + vb) ** 2 / (va ** 2 / 2 + vb ** 2 / 3)) * np.sqrt(va + vb)
     assert (low, high) == (round(a.mean() - b.mean() - half, 1), round(a.mean() - b.mean() + half, 1))
     assert row[5:] == ["", "", "", "no reference"]  # no SB3 run on v4; the published numbers are at 1M steps
-    assert "resamples" in note
+    assert "Welch's 95% intervals" in note and "each cell names its count" in note
 
 
 PUBLISHED = ROOT / "published"

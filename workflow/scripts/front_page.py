@@ -190,10 +190,10 @@ def scored_runs(runs_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def check_results(published: Path, n_resamples: int = 10_000, seed: int = 0) -> pd.DataFrame:
-    """Every setting of the checks of Table 1 (ppo.pipeline.publish.CHECKS) on each task whose three seeds are
-    published, beside Table 1's anchor on the same task at v5, one row each: the check's mean and interval
-    (``mean``, ``ci_low``, ``ci_high``), check − anchor (``diff``, ``diff_low``, ``diff_high``: the interval
-    resamples both sides' seeds), SB3 on the same task and version and check − SB3, and the check against the
+    """Every setting of the checks of Table 1 (ppo.pipeline.publish.CHECKS) on each task with at least three seeds
+    published (every published seed read), beside Table 1's anchor on the same task at v5, one row each: the check's
+    mean and interval (``mean``, ``ci_low``, ``ci_high``) over its ``seeds``, check − anchor (``diff``, ``diff_low``,
+    ``diff_high``: Welch's interval of both sides' seeds; the anchor's ``anchor_seeds``), SB3 on the same task and version and check − SB3, and the check against the
     published PPO numbers (analysis.references.per_task_reference). Empty while no check has a complete task."""
     table1_runs = published / "table1" / "paper" / "runs"
     if not table1_runs.is_dir():
@@ -225,6 +225,7 @@ def check_results(published: Path, n_resamples: int = 10_000, seed: int = 0) -> 
                              "setting": cells["variant_label"].iloc[0], "task": r.task, "mean": r.our_mean,
                              "ci_low": r.our_ci_low, "ci_high": r.our_ci_high,
                              "anchor_mean": np.nan if base_scores is None else base_scores.mean(),
+                             "seeds": check.size, "anchor_seeds": 0 if base_scores is None else base_scores.size,
                              "diff": diff[0], "diff_low": diff[1], "diff_high": diff[2],
                              "sb3_mean": theirs.mean() if theirs.size else np.nan, "sb3_diff": sb3_diff[0],
                              "sb3_low": sb3_diff[1], "sb3_high": sb3_diff[2], "refs_text": r.refs_text,
@@ -251,8 +252,8 @@ def checks_beside_table1(published: Path, n_resamples: int = 10_000, seed: int =
     head = ["task", "check: setting", "its score (95% interval)", f"Table 1's {anchor}, v5",
             f"check − Table 1's {anchor} (95% interval)", "SB3 PPO, same task", "check − SB3 (95% interval)",
             "published PPO at 1M (their means)", "check vs those"]
-    body = [[r.task, f"{r.study}: {r.setting}", f"{r.mean:,.1f} ({r.ci_low:,.1f} to {r.ci_high:,.1f})",
-             "" if np.isnan(r.anchor_mean) else f"{r.anchor_mean:,.1f}",
+    body = [[r.task, f"{r.study}: {r.setting}", f"{r.mean:,.1f} ({r.ci_low:,.1f} to {r.ci_high:,.1f}), {r.seeds} seeds",
+             "" if np.isnan(r.anchor_mean) else f"{r.anchor_mean:,.1f}, {r.anchor_seeds} seeds",
              "identical" if r.identical else _difference(r.diff, r.diff_low, r.diff_high),
              "" if np.isnan(r.sb3_mean) else f"{r.sb3_mean:,.1f}", _difference(r.sb3_diff, r.sb3_low, r.sb3_high),
              r.refs_text, versus_references(r)]
@@ -260,9 +261,10 @@ def checks_beside_table1(published: Path, n_resamples: int = 10_000, seed: int =
     table = "\n".join(["| " + " | ".join(head) + " |", "|---|---|" + "---:|" * 6 + "---|",
                        *("| " + " | ".join(cells) + " |" for cells in body)])
     note = ("Each check of Table 1 (experiments/studies/<check>.yaml says which disagreement it tests), per task with "
-            "all 3 seeds published: mean of the last 100 training episodes. The difference resamples the check's "
-            f"seeds and Table 1's {anchor} seeds on the same task (v5) independently, and the check's and SB3's seeds; "
-            "an interval wholly above or below 0 is a change the check made. SB3 and the published numbers as in the "
+            "at least the paper's 3 seeds published, every published seed read (each cell names its count: the two "
+            "sides may differ): mean of the last 100 training episodes. The differences are Welch's 95% intervals of "
+            f"the check's seeds against Table 1's {anchor} seeds on the same task (v5), and against SB3's seeds; an "
+            "interval wholly above or below 0 is a change the check made. SB3 and the published numbers as in the "
             "table above.")
     return note, table
 
