@@ -69,7 +69,7 @@ def split_markdown(text: str) -> tuple[str, list[str], list[str]]:
 
 
 def _versus_best(checks: dict) -> str:
-    """The anchor against the best setting as paper_checks says it (analysis.table1.ANCHOR_RULE; written before
+    """The anchor against the highest mean as paper_checks says it (analysis.table1.ANCHOR_RULE; written before
     2026-12-06 without anchor_below: Table 1's vs_best, analysis.table1.BEST_RULE)."""
     if checks.get("anchor_minus_best") is None:  # written before Welch's comparison: the old interval rule
         return ("within" if checks["anchor_within_best_ci"] else "below") + " that interval"
@@ -82,7 +82,7 @@ def _versus_best(checks: dict) -> str:
 
 
 def _best_count(checks: dict) -> str:
-    """How often the anchor was best, as a count (a percentage of 2,000 resamples rounds 3 to "0.1%" or "0.15%")."""
+    """How often the anchor had the highest mean, as a count (a percentage of 2,000 resamples rounds 3 to "0.1%" or "0.15%")."""
     count = checks.get("anchor_best_count", round(checks["anchor_best_fraction"] * checks["n_resamples"]))
     return f"{count:,}"
 
@@ -104,10 +104,10 @@ def rank_agreement_lines(path: Path) -> list[str]:
             "resamples (their 2.5th to 97.5th percentiles: not a 95% interval, as ρ from few seeds is biased low).",
             f"- No clipping or penalty ranks {checks['no_clip_rank']} of {data['n']}"
             f" (last in {checks['no_clip_last_fraction']:.0%} of the resamples).",
-            f"- Best setting: {checks['best_variant']} (95% t interval of its score {checks['best_ci'][0]:.2f} to "
+            f"- Highest mean: {checks['best_variant']} (95% t interval of its score {checks['best_ci'][0]:.2f} to "
             f"{checks['best_ci'][1]:.2f}); {checks['anchor']} scores {checks['anchor_score']:.2f}, "
             + _versus_best(checks)
-            + f"; it is best in {_best_count(checks)} of the {checks['n_resamples']:,} resamples.",
+            + f"; it has the highest mean in {_best_count(checks)} of the {checks['n_resamples']:,} resamples.",
             "- Largest moves from the paper's ranks: " + "; ".join(
                 f"{m['variant']} {m['rank_ours']} (paper {m['rank_paper']:g})" for m in checks["largest_rank_moves"]) + ".",
         ]
