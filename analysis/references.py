@@ -134,8 +134,10 @@ REFERENCE_RULE = (
     "Ours against the published PPO numbers at our budget that score the end of training (last-100 training "
     "episodes, or a final training reward; not an evaluation's maximum over training, not a single tuned run): "
     "against each, ours − the reference with Welch's 95% interval when the reference states its spread over its "
-    "seeds (a population std, CleanRL's rlops pages, converted to ddof 1), else with our 95% t interval, the "
-    "reference's mean taken as exact. vs_refs: 'below' or 'above' when the interval lies wholly on that side of 0 "
+    "seeds (a population std, CleanRL's rlops pages, converted to ddof 1); when it states only how many seeds it "
+    "averaged (baselines ppo2's 6), its mean is taken as a mean of that many runs that vary as ours do: ours − it "
+    "± t(n − 1) · s · √(1/n + 1/n_ref), our n seeds and their standard deviation s (a t test that the two means "
+    "agree, not anti-conservative as our n grows); else our 95% t interval, its mean taken as exact. vs_refs: 'below' or 'above' when the interval lies wholly on that side of 0 "
     "for every reference, 'within' when it crosses 0 for at least one (n_refs_consistent of n_refs_compared), "
     "'mixed' when ours is distinguishable from each but on both sides. refs_low to refs_high: the references' "
     "means, not an envelope of mean ± std."
@@ -156,14 +158,21 @@ def reference_sd(ref: pd.Series) -> tuple[float, int] | None:
 
 def versus_reference(our_scores: np.ndarray, ref: pd.Series, confidence: float = 0.95) -> Difference:
     """ours − the reference's mean: Welch's interval when the reference states its spread over seeds
-    (:func:`reference_sd`), else our t interval shifted by its mean (the reference taken as exact)."""
+    (:func:`reference_sd`); when it states only its number of seeds, our t interval widened by √(1 + n/n_ref), the
+    reference's mean taken as one of n_ref runs with our spread (a test that both means agree, n − 1 degrees of
+    freedom: taken as exact, a reference of 6 seeds would be called different from ours more often the more seeds
+    we train); else our t interval shifted by its mean (the reference taken as exact)."""
     ours = np.asarray(our_scores, dtype=float)
-    spread = reference_sd(ref)
+    spread, mean = reference_sd(ref), float(ref["mean"])
     if spread is not None and ours.size >= 2:
-        return welch_difference(float(ours.mean()), float(ours.std(ddof=1)), ours.size, float(ref["mean"]),
+        return welch_difference(float(ours.mean()), float(ours.std(ddof=1)), ours.size, mean,
                                 spread[0], spread[1], confidence)
     point, low, high = t_interval(ours, confidence)
-    return Difference(point - float(ref["mean"]), low - float(ref["mean"]), high - float(ref["mean"]), math.nan)
+    n_ref = ref.get("n_seeds")
+    if pd.isna(n_ref) or int(n_ref) < 1 or ours.size < 2:
+        return Difference(point - mean, low - mean, high - mean, math.nan)
+    half = (high - point) * math.sqrt(1 + ours.size / int(n_ref))
+    return Difference(point - mean, point - mean - half, point - mean + half, float(ours.size - 1))
 
 
 def _refs_text(means: pd.Series) -> str:

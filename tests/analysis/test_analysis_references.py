@@ -5,11 +5,13 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from analysis.references import (comparable_note, difference_ci, format_steps, load_references, per_task_reference,
                                  reference_metric, reference_sd, reference_spread, task_env_name, versus_reference)
+from analysis.stats import interval_side
 
 REFERENCE_CSV = Path(__file__).resolve().parents[2] / "reference" / "mujoco_reference_scores.csv"
 
@@ -132,8 +134,8 @@ def test_sb3_difference_by_hand(tmp_path):
 
 def test_reference_spread_judges_only_comparable_rows():
     """Each row at our budget that scores the end of training is compared with ours by Welch's interval (when
-    it states its spread over seeds) or by our t interval (its mean taken as exact); a max-over-training row
-    (Fujimoto) and a row at another budget do not count.
+    it states its spread over seeds) or by our t interval (its mean taken as exact: here no seed count either); a
+    max-over-training row (Fujimoto) and a row at another budget do not count.
 
     Ours [1900, 2000, 2100]: mean 2000, sd 100, t half-width 4.302653 * 100 / sqrt(3) = 248.414.
     CleanRL 2000 ± 200 over 3 seeds: difference 0, crosses 0 (consistent). baselines 2300, no spread: 2000 ± 248.4
@@ -147,7 +149,8 @@ def test_reference_spread_judges_only_comparable_rows():
                    "vwxyzjn/cleanrl docs"],
         "env": "Hopper", "env_version": ["v4", "v2", "v1", "v4"], "algo": "ppo (x)",
         "steps": [1_000_000, 1_000_000, 1_000_000, 2_000_000],
-        "mean": [2000.0, 2300.0, 3500.0, 500.0], "std": [200.0, math.nan, math.nan, 10.0], "n_seeds": 3,
+        "mean": [2000.0, 2300.0, 3500.0, 500.0], "std": [200.0, math.nan, math.nan, 10.0],
+        "n_seeds": [3, math.nan, 3, 3],
         "note": ["window 100", "page value = final reward", "metric = MAX over training of eval return", ""],
     })
     assert reference_spread(refs, 1_000_000, [1900.0, 2000.0, 2100.0]) == {
@@ -173,8 +176,21 @@ def test_reference_sd_and_difference_by_hand():
     # Welch(2, 1, 3; 0, 1, 3): dof 4, ± 2.266958; without a spread, our t interval minus the mean: 2 ± 2.484138 − 0.
     welch = versus_reference([1.0, 2.0, 3.0], pd.Series({"mean": 0.0, "std": 1.0, "n_seeds": 3, "note": ""}))
     assert (welch.low, welch.high) == (pytest.approx(2 - 2.266958, abs=1e-6), pytest.approx(2 + 2.266958, abs=1e-6))
-    exact = versus_reference([1.0, 2.0, 3.0], pd.Series({"mean": 0.0, "std": math.nan, "n_seeds": 6, "note": ""}))
+    exact = versus_reference([1.0, 2.0, 3.0], pd.Series({"mean": 0.0, "std": math.nan, "n_seeds": math.nan, "note": ""}))
     assert (exact.low, exact.high) == (pytest.approx(2 - 2.484138, abs=1e-6), pytest.approx(2 + 2.484138, abs=1e-6))
+    # A mean over 6 seeds without its spread (baselines ppo2's): one of 6 runs with our spread, s = 1 over n = 3:
+    # 2 ± t(0.975, 2) · 1 · √(1/3 + 1/6) = 2 ± 4.302653 · 0.707107 = 2 ± 3.042435, 2 degrees of freedom.
+    six = versus_reference([1.0, 2.0, 3.0], pd.Series({"mean": 0.0, "std": math.nan, "n_seeds": 6, "note": ""}))
+    assert (six.point, six.low, six.high, six.dof) == (2.0, pytest.approx(2 - 3.042435, abs=1e-6),
+                                                       pytest.approx(2 + 3.042435, abs=1e-6), 2.0)
+    # Taken as exact, it differs from ours at 10 seeds where the widened interval still holds 0: ours 10 seeds of
+    # sd 1 around 0.9 (t half-width 2.262157 / √10 = 0.715357), against 0: exact 0.18 to 1.62 (different);
+    # one of 6 runs: ± 0.715357 · √(1 + 10/6) = ± 1.168173, −0.27 to 2.07 (not distinguishable).
+    ten = 0.9 + np.array([-1.5, -1.0, -0.5, 0.0, 0.0, 0.0, 0.0, 0.5, 1.0, 1.5]) / math.sqrt(7.0 / 9.0)
+    assert ten.std(ddof=1) == pytest.approx(1.0)
+    widened = versus_reference(ten, pd.Series({"mean": 0.0, "std": math.nan, "n_seeds": 6, "note": ""}))
+    assert (widened.low, widened.high) == (pytest.approx(0.9 - 1.168173, abs=1e-6), pytest.approx(0.9 + 1.168173, abs=1e-6))
+    assert interval_side(widened.low, widened.high) == "crosses 0"
 
 
 def test_per_task_reference_marks_a_task_outside_the_spread():
