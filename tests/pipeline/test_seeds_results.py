@@ -30,14 +30,16 @@ def test_the_committed_page_and_readme_summary_are_written_from_the_published_re
 
 
 def test_the_summary_holds_table1_beside_its_three_seeds_and_the_paper(built):
-    """The README's block: the three findings, Table 1 (11 settings) beside seeds 0–2 and the paper, then ε = 0.2 on
-    each of the 7 tasks beside the published PPO numbers; the page has every section and each check's finding."""
+    """The README's block: the three findings, Table 1 (11 settings) beside seeds 0–2 and the paper, Figure 3 (6
+    algorithms and PPO's verdict per task, at every seed and at seeds 0–2), then ε = 0.2 on each of the 7 tasks beside
+    the published PPO numbers; the page has every section and each check's finding."""
     page, block = built
     tables = [[line for line in part.splitlines() if line.startswith("| ") and "|---" not in line]
               for part in block.split("\n\n") if part.startswith("| ")]
-    assert [len(rows) for rows in tables] == [1 + 11, 1 + 7]
+    assert [len(rows) for rows in tables] == [1 + 11, 1 + 6 + 2, 1 + 7]
     assert "ours, seeds 0–2" in tables[0][0] and "| paper |" in tables[0][0]
-    assert tables[1][0].startswith("| task | ours, v5 |") and "published PPO at 1M" in tables[1][0]
+    assert tables[1][0].startswith("| algorithm |") and tables[1][-1].startswith("| PPO against the best other")
+    assert tables[2][0].startswith("| task | ours, v5 |") and "published PPO at 1M" in tables[2][0]
     for start in seeds_results.FINDINGS:
         assert sum(line.startswith(start) for line in block.splitlines()) == 1, start
     for heading in seeds_results.SECTIONS:
@@ -60,12 +62,13 @@ def test_a_first_page_without_a_section_writes_nothing(tmp_path, monkeypatch):
     # with every section: the block between the markers replaced, the rest of the README kept
     full = page + "## How many seeds each conclusion needs (x)\n\n| a |\n|---|\n| 1 |\n"
     full = full.replace(seeds_results.SECTIONS[0], seeds_results.SECTIONS[0] + "\n\n| t |\n|---|\n| 2 |\n")
+    full = full.replace(seeds_results.SECTIONS[1], seeds_results.SECTIONS[1] + "\n\n| f |\n|---|\n| 4 |\n")
     full = full.replace(seeds_results.SECTIONS[3], seeds_results.SECTIONS[3] + "\n\n| r |\n|---|\n| 3 |\n")
     monkeypatch.setattr(seeds_results, "first_page", lambda published: full)
     assert seeds_results.main(["--published", str(tmp_path), "--out", str(out), "--readme", str(readme)]) == 0
     text = readme.read_text(encoding="utf-8")
     assert text.startswith(f"before\n{seeds_results.README_BEGIN}\n- **Table 1**: x\n") and text.endswith(
-        f"| r |\n|---|\n| 3 |\n\nFigure 3, the notes and how many seeds each conclusion needs: "
+        f"| r |\n|---|\n| 3 |\n\nThe notes of each table and how many seeds each conclusion needs: "
         f"[docs/seeds-results.md](docs/seeds-results.md).\n{seeds_results.README_END}\nafter\n")
     readme.write_text("no markers\n", encoding="utf-8")
     with pytest.raises(SystemExit, match="no lines"):
