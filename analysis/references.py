@@ -137,10 +137,10 @@ REFERENCE_RULE = (
     "seeds (a population std, CleanRL's rlops pages, converted to ddof 1); when it states only how many seeds it "
     "averaged (baselines ppo2's 6), its mean is taken as a mean of that many runs that vary as ours do: ours − it "
     "± t(n − 1) · s · √(1/n + 1/n_ref), our n seeds and their standard deviation s (a t test that the two means "
-    "agree, not anti-conservative as our n grows); else our 95% t interval, its mean taken as exact. vs_refs: 'below' or 'above' when the interval lies wholly on that side of 0 "
-    "for every reference, 'within' when it crosses 0 for at least one (n_refs_consistent of n_refs_compared), "
-    "'mixed' when ours is distinguishable from each but on both sides. refs_low to refs_high: the references' "
-    "means, not an envelope of mean ± std."
+    "agree, not anti-conservative as our n grows); else our 95% t interval, its mean taken as exact. vs_refs: "
+    "'below' or 'above' when the interval lies wholly on that side of 0 for every reference, 'within' when it "
+    "crosses 0 for at least one (n_refs_consistent of n_refs_compared), 'mixed' when ours is distinguishable from "
+    "each but on both sides. refs_low to refs_high: the references' means, not an envelope of mean ± std."
 )
 
 

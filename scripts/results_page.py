@@ -82,7 +82,8 @@ def _versus_best(checks: dict) -> str:
 
 
 def _best_count(checks: dict) -> str:
-    """How often the anchor had the highest mean, as a count (a percentage of 2,000 resamples rounds 3 to "0.1%" or "0.15%")."""
+    """How often the anchor had the highest mean, as a count (a percentage of 2,000 resamples rounds 3 to "0.1%" or
+    "0.15%")."""
     count = checks.get("anchor_best_count", round(checks["anchor_best_fraction"] * checks["n_resamples"]))
     return f"{count:,}"
 

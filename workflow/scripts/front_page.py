@@ -193,8 +193,9 @@ def check_results(published: Path, n_resamples: int = 10_000, seed: int = 0) -> 
     """Every setting of the checks of Table 1 (ppo.pipeline.publish.CHECKS) on each task with at least three seeds
     published (every published seed read), beside Table 1's anchor on the same task at v5, one row each: the check's
     mean and interval (``mean``, ``ci_low``, ``ci_high``) over its ``seeds``, check − anchor (``diff``, ``diff_low``,
-    ``diff_high``: Welch's interval of both sides' seeds; the anchor's ``anchor_seeds``), SB3 on the same task and version and check − SB3, and the check against the
-    published PPO numbers (analysis.references.per_task_reference). Empty while no check has a complete task."""
+    ``diff_high``: Welch's interval of both sides' seeds; the anchor's ``anchor_seeds``), SB3 on the same task and
+    version and check − SB3, and the check against the published PPO numbers (analysis.references.per_task_reference).
+    Empty while no check has a complete task."""
     table1_runs = published / "table1" / "paper" / "runs"
     if not table1_runs.is_dir():
         return pd.DataFrame()
