@@ -36,7 +36,7 @@ README_END = "<!-- end of the seeds summary -->"
 FINDINGS = ("- **Table 1", "- **Figure 3", "- **Seeds each conclusion needs**")
 SECTIONS = ("## Table 1 at the paper's scale, beside the paper", "## Figure 3 at the paper's scale",
             "## How many seeds each conclusion needs", "## table1: Clipping, ε = 0.2 beside the references",
-            "## The checks of Table 1, beside it")
+            "## The checks of Table 1, beside it", "## table1 (paper scale): mean final return per setting and task")
 # The first page's one line per check of Table 1 (front_page.check_findings), each where its runs are published
 CHECK_FINDING = ", a check beside Table 1's"
 
@@ -99,8 +99,9 @@ def build(published: Path) -> tuple[str, str]:
         "<!-- written by scripts/seeds_results.py from published/; do not edit by hand -->",
         "Every published seed of each (setting, task) cell of Table 1 and Figure 3 at the paper's scale (issue 31: seeds "
         "3–9 trained by `STUDIES=table1,figure3 SEEDS=10 scripts/paper_grid.sh`, a seed of every cell at a time), with "
-        "the paper's protocol (seeds 0–2) beside it, then ε = 0.2 per task beside the published PPO numbers and the "
-        "checks of Table 1 at every seed they have, as the first page of `./repro paper` shows them "
+        "the paper's protocol (seeds 0–2) beside it, then ε = 0.2 per task beside the published PPO numbers, the "
+        "checks of Table 1 at every seed they have and Table 1's returns per task, as the first page of "
+        "`./repro paper` shows them "
         "(workflow/scripts/front_page.py, run on published/ by `python scripts/seeds_results.py`). Nothing here is "
         "typed by hand.",
         "\n".join(findings), *sections]) + "\n"

@@ -635,7 +635,9 @@ def published_summary(published: Path, n_resamples: int = 10_000, seed: int = 0,
             note = (f"{len(manifests)} runs published, 1M steps each, {seed_counts(scores).short()} per cell; mean of "
                     "the last 100 training episodes, averaged over seeds (cells with the paper's 3 seeds or more only): "
                     "the returns behind the normalised "
-                    f"Table 1 above. Training: {hours:.1f} core-hours. Records and provenance: published/INDEX.csv.")
+                    f"Table 1 above. Training: {hours:.1f} job-hours, the wall clock of its single-threaded groups "
+                    "(more than their CPU time where a core was shared: `scripts/paper_grid.sh status`). Records and "
+                    "provenance: published/INDEX.csv.")
             raw = ("table1 (paper scale): mean final return per setting and task", note, markdown_table(table))
     checks_table = checks_beside_table1(published, n_resamples, seed, checks)
     if checks_table is not None:
