@@ -103,6 +103,28 @@ def test_front_page_says_which_settings_are_within_noise():
     assert _script("front_page.py").noise_note(table.replace("0.79", "")) == ""  # no interval, no verdict
 
 
+def test_the_noise_note_names_the_interval_its_report_used(tmp_path):
+    """With a vs_best column the note reads the report's verdicts, by the method its seeds note names: Welch's
+    interval below 5 seeds per cell, the studentized bootstrap from 5 (a ten-seed Table 1 said 'Welch's' before)."""
+    from analysis.seeds import seed_counts
+
+    front_page = _script("front_page.py")
+    table = ("| variant_label | ours | ci_low | ci_high | vs_best |\n| --- | ---: | ---: | ---: | --- |\n"
+             "| A | 0.90 | 0.80 | 0.95 | highest mean |\n| B | 0.85 | 0.70 | 0.90 | not distinguishable |\n"
+             "| C | 0.40 | 0.30 | 0.50 | below |")
+    for seeds, words in ((3, "Welch's 95% interval"), (10, "95% studentized bootstrap interval")):
+        runs = pd.DataFrame([{"variant": v, "task": "Hopper-v5", "seed": k} for v in "ABC" for k in range(seeds)])
+        report = tmp_path / f"table1_{seeds}.md"
+        report.write_text(f"{table}\n\n- Seeds: {seed_counts(runs).text()}\n", encoding="utf-8")
+        method = front_page.report_method(report)
+        assert method == ("t" if seeds == 3 else "bootstrap-t")
+        assert front_page.noise_note(table, method).strip() == (
+            f"Highest mean: A. Not distinguishable from it ({words} of the difference from it crosses 0, or the "
+            "difference is under 0.02; analysis.table1.BEST_RULE): B. Below it: C.")
+    (tmp_path / "old.md").write_text(table + "\n", encoding="utf-8")
+    assert front_page.report_method(tmp_path / "old.md") == "t"  # no seeds note: the t interval it always was
+
+
 def test_the_front_page_names_columns_for_a_reader_and_drops_empty_ones():
     table = ("| variant_label | n_runs | ours | published |\n| --- | ---: | ---: | ---: |\n"
              "| A | 6 | 0.90 |  |\n| B | 6 | 0.85 |  |")

@@ -36,7 +36,7 @@ from analysis.references import (REFERENCE_RULE, difference_ci, load_references,
 from analysis.scores import final_scores
 from analysis.seeds import PAPER_SEEDS, first_seeds, seed_counts, seed_span
 from analysis.seeds_needed import SEEDS_NEEDED_RULE, figure3_needed, needed_markdown, table1_needed
-from analysis.stats import BOOTSTRAP_T_METHOD, T_METHOD, interval_side, same_runs
+from analysis.stats import BOOTSTRAP_T_METHOD, INTERVAL_METHODS, T_METHOD, interval_side, same_runs
 from analysis.table1 import (AGREEMENT_LEVEL, BELOW, BEST, FAMILY_LEVEL, NO_INTERVAL, NOT_DISTINGUISHABLE,
                              RHO_PERMUTATIONS, RHO_SPREAD, TIE_MARGIN, clearly_below, load_published_table1, normalize_scores, p_text, paper_checks,
                              paper_rows, rank_agreement, table1)
@@ -88,7 +88,8 @@ def study_section(provenance: Path, headline: Path, columns: list[str]) -> tuple
                f"({rows.get('cpu_count', '?')} cores here). Code: {code_version(rows)}.")
     table = headline_table(headline, columns)
     return (f"{rows.get('study', '?')} ({rows.get('scale', '?')})", summary,
-            readable_headings(table) + noise_note(headline_table(headline, [])))  # the rule may read unshown columns
+            readable_headings(table)  # the rule may read unshown columns
+            + noise_note(headline_table(headline, []), report_method(headline)))
 
 
 # A report table's column names as a reader of the first page wants them.
@@ -107,11 +108,19 @@ def readable_headings(table: str) -> str:
     return "\n".join("| " + " | ".join(row) + " |" for row in rows)
 
 
-def noise_note(table: str) -> str:
+def report_method(path: Path) -> str:
+    """The interval method a report file's seeds note names (analysis.seeds.SeedCounts.text); T_METHOD when it
+    names none (a report from before the notes named it, or of one seed)."""
+    text = path.read_text(encoding="utf-8")
+    return next((method for method, words in INTERVAL_METHODS.items() if f"intervals: {words}" in text), T_METHOD)
+
+
+def noise_note(table: str, method: str = T_METHOD) -> str:
     """Which settings a reader may call different from the best one and which not (analysis.table1.clearly_below):
-    with the table's ``vs_best`` column, by Welch's interval of the difference from the best
-    (analysis.table1.BEST_RULE); without it, the older rule of 95% intervals apart and at least TIE_MARGIN lower.
-    Empty when the table has no intervals (one seed, or no ours/ci_low/ci_high columns)."""
+    with the table's ``vs_best`` column, by the interval of the difference from the best that ``method`` gives (the
+    report's: Welch's below 5 seeds per cell, the studentized bootstrap from 5; analysis.table1.BEST_RULE); without
+    it, the older rule of 95% intervals apart and at least TIE_MARGIN lower. Empty when the table has no intervals
+    (one seed, or no ours/ci_low/ci_high columns)."""
     cells = cells_of(table.splitlines())
     head, body = cells[0], cells[2:]
     if not {"ours", "ci_low", "ci_high"} <= set(head):
@@ -124,7 +133,7 @@ def noise_note(table: str) -> str:
         return ""
     best, within, below = clearly_below(rows)
     if "vs_best" in rows:
-        return (f"\n\nHighest mean: {best}. Not distinguishable from it (Welch's 95% interval of the difference from it "
+        return (f"\n\nHighest mean: {best}. Not distinguishable from it ({METHOD_WORDS[method]} of the difference from it "
                 f"crosses 0, or the difference is under {TIE_MARGIN}; analysis.table1.BEST_RULE): "
                 f"{', '.join(within) or 'none'}." + (f" Below it: {', '.join(below)}." if below else
                                                       " No setting is below it."))
