@@ -5,6 +5,11 @@ published runs (results/<study>/paper/report/ and results/front_page.md), never 
 
     ./repro paper && python scripts/results_page.py            # results/ -> docs/paper-results/
 
+    # Table 1 and Figure 3 at ten seeds (issue 31), from the report of every published seed, in a clone of its own so
+    # results/ of the tree keeps the 3-seed report; a study whose runs are not all published is listed as pending:
+    ./repro --config 'studies=[table1,figure3]' scale=paper seeds=10 \
+        && python scripts/results_page.py --seeds 10 --out docs/ten-seeds-report
+
 Each study of ppo.pipeline.publish.STUDIES contributes the outputs its report type lists in PAGE (tables as the report
 wrote them, each "difference from the paper" note once per study; figures copied beside the page). The long reference
 tables (COLLAPSED) are folded under a <details> line a reader opens; figures that compare settings are left out
@@ -43,6 +48,7 @@ COLLAPSED = ("per_task_{anchor}.md", "figure3_final_scores.md")  # one row per r
 SETTINGS_FIGURES = ("aggregate_intervals.png", "performance_profile.png", "diagnostics.png", "seeds_needed.md")
 # The sections of the report's first page (front_page.py) that the page opens with.
 FRONT_SECTIONS = ("table1: Clipping, ε = 0.2 beside the references", "The checks of Table 1, beside it")
+SEEDS_STUDIES = ("table1", "figure3")  # the ten-seed grid's (issue 31): the page at more seeds than the paper's
 
 
 def split_markdown(text: str) -> tuple[str, list[str], list[str]]:
@@ -81,6 +87,9 @@ def _versus_best(checks: dict) -> str:
     return f"{point:+.2f} against it ({method} {low:+.2f} to {high:+.2f}{holm}: {checks['anchor_vs_best']})"
 
 
+INTERVAL_WORDS = {"t": "95% t", "bootstrap-t": "95% studentized bootstrap"}  # rank_agreement.json's interval_method
+
+
 def _best_count(checks: dict) -> str:
     """How often the anchor had the highest mean, as a count (a percentage of 2,000 resamples rounds 3 to "0.1%" or
     "0.15%")."""
@@ -105,7 +114,8 @@ def rank_agreement_lines(path: Path) -> list[str]:
             "resamples (their 2.5th to 97.5th percentiles: not a 95% interval, as ρ from few seeds is biased low).",
             f"- No clipping or penalty ranks {checks['no_clip_rank']} of {data['n']}"
             f" (last in {checks['no_clip_last_fraction']:.0%} of the resamples).",
-            f"- Highest mean: {checks['best_variant']} (95% t interval of its score {checks['best_ci'][0]:.2f} to "
+            f"- Highest mean: {checks['best_variant']} ({INTERVAL_WORDS.get(checks.get('interval_method'), '95% t')} "
+            f"interval of its score {checks['best_ci'][0]:.2f} to "
             f"{checks['best_ci'][1]:.2f}); {checks['anchor']} scores {checks['anchor_score']:.2f}, "
             + _versus_best(checks)
             + f"; it has the highest mean in {_best_count(checks)} of the {checks['n_resamples']:,} resamples.",
@@ -194,27 +204,50 @@ def study_section(study, report_dir: Path, out_dir: Path) -> list[str]:
     return lines
 
 
-def build(results: Path, out_dir: Path) -> Path:
+def report_seeds(report_dir: Path) -> int | None:
+    """How many seeds per cell a report was built with (its provenance.csv's ``seeds``, "10 (0, 1, ..., 9)")."""
+    seeds = provenance(report_dir).get("seeds", "").split(" ", 1)[0]
+    return int(seeds) if seeds.isdigit() else None
+
+
+def build(results: Path, out_dir: Path, seeds: int | None = None) -> Path:
+    """The page of the reports under ``results``: the paper's protocol (every study of STUDIES), or with ``seeds``
+    the studies of SEEDS_STUDIES whose report was built at that many seeds per cell (issue 31's grid)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    lines = ["# The paper at its own scale: results", "",
-             "Written by `python scripts/results_page.py` from the report `./repro paper` builds out of the runs "
-             "published in `published/` (each section names its runs and the commit that built its report): "
-             "gymnasium MuJoCo v5 tasks (the checks say where they use v4), 1M environment steps per run, 3 seeds "
-             "per setting and task (the paper's protocol; \"At a glance\", from the report's first page, reads every "
-             "published seed, the ten-seed grid's too, and says how many), scores the mean return of each run's last "
-             "100 training episodes. Nothing here is typed by hand.", ""]
+    if seeds is None:
+        lines = ["# The paper at its own scale: results", "",
+                 "Written by `python scripts/results_page.py` from the report `./repro paper` builds out of the runs "
+                 "published in `published/` (each section names its runs and the commit that built its report): "
+                 "gymnasium MuJoCo v5 tasks (the checks say where they use v4), 1M environment steps per run, 3 seeds "
+                 "per setting and task (the paper's protocol; \"At a glance\", from the report's first page, reads "
+                 "every published seed, the ten-seed grid's too, and says how many), scores the mean return of each "
+                 "run's last 100 training episodes. Nothing here is typed by hand.", ""]
+    else:
+        lines = [f"# Table 1 and Figure 3 at {seeds} seeds: the report", "",
+                 f"Written by `python scripts/results_page.py --seeds {seeds}` from the report `./repro --config "
+                 f"'studies=[{','.join(SEEDS_STUDIES)}]' scale=paper seeds={seeds}` builds out of the runs published in "
+                 "`published/` (seeds 0–2 the paper's protocol, the others issue 31's grid; each section names its runs "
+                 f"and the commit that built its report): gymnasium MuJoCo v5 tasks, 1M environment steps per run, "
+                 f"{seeds} seeds per setting and task, scores the mean return of each run's last 100 training episodes, "
+                 "intervals by the method each table's notes name. The paper's 3 seeds alone: "
+                 "[paper-results](../paper-results/README.md). Nothing here is typed by hand.", ""]
     lines += ["## At a glance", *front_sections(results / "front_page.md"), ""]
     pending = []
-    for name in STUDIES:
+    for name in STUDIES if seeds is None else SEEDS_STUDIES:
         study = load_study(name, SCALE)
         report_dir = results / name / SCALE / "report"
-        if not report_dir.is_dir():
+        if not report_dir.is_dir() or (seeds is not None and report_seeds(report_dir) != seeds):
             pending.append(name)
             continue
         lines += study_section(study, report_dir, out_dir)
-    if pending:
+    if pending and seeds is None:
         lines += ["## Pending", "", f"Not in this page yet: {', '.join(pending)}, whose runs are not all published "
                   "(`scripts/paper_grid.sh status`); their published runs are in the tables at the top.", ""]
+    elif pending:
+        lines += ["## Pending", "", f"Not in this page yet: {', '.join(pending)}, whose report is not at {seeds} seeds "
+                  f"(its runs are not all published: `STUDIES={','.join(SEEDS_STUDIES)} SEEDS={seeds} "
+                  "scripts/paper_grid.sh status`); every published seed of it is in "
+                  "[seeds-results.md](../seeds-results.md).", ""]
     page = out_dir / "README.md"
     page.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
     return page
@@ -224,9 +257,10 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=ROOT / "results")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "paper-results")
+    parser.add_argument("--seeds", type=int, help="the page of Table 1 and Figure 3 at this many seeds (issue 31)")
     args = parser.parse_args(argv)
     try:
-        print(f"wrote {build(args.results, args.out)}")
+        print(f"wrote {build(args.results, args.out, args.seeds)}")
     except (OSError, ValueError, KeyError) as err:
         print(f"results_page: error: {' '.join(str(err).split())}", file=sys.stderr)
         return 1

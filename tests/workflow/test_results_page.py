@@ -56,6 +56,7 @@ def test_the_page_holds_every_output_once_with_notes_deduplicated(tmp_path):
     assert "ρ = 0.70, 0.40 to 0.90 over the resamples (their 2.5th to 97.5th percentiles: not a 95% interval" in text
     assert "clip_0.3 2 (paper 7)" in text
     assert "below that interval" in text and "last in 100% of the resamples" in text
+    assert "- Highest mean: clip_0.1 (95% t interval of its score 0.80 to 0.90)" in text  # no method named: t
     # Each study's shared note once, each table's own note with it; every table's rows kept.
     assert text.count("- Budget: 1M steps.") == len(results_page.STUDIES)
     assert "- only in policy_entropy" in text and "| clip_0.2 | 4 |" in text
@@ -115,3 +116,24 @@ def test_a_study_of_one_setting_has_no_rank_agreement(tmp_path):
     path.write_text(json.dumps({"n": 1, "rho": None, "p": None}))
     assert results_page.rank_agreement_lines(path) == [
         "- Not defined: 1 setting(s) with a value in the paper's Table 1 (3 or more needed)."]
+
+
+def test_the_ten_seed_page_holds_the_studies_reported_at_ten_seeds(tmp_path):
+    """--seeds 10: Table 1 and Figure 3 only, each where its report was built at 10 seeds (provenance.csv's seeds),
+    else pending; the highest mean's interval named as rank_agreement.json's method says."""
+    results = fake_results(tmp_path / "results", studies=("table1", "figure3"))
+    ranks = {**RANKS, "checks": {**RANKS["checks"], "interval_method": "bootstrap-t"}}
+    (results / "table1" / "paper" / "report" / "rank_agreement.json").write_text(json.dumps(ranks))
+    provenance = results / "table1" / "paper" / "report" / "provenance.csv"
+    provenance.write_text(provenance.read_text() + 'seeds,"10 (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)"\n')
+    (results / "figure3" / "paper" / "report" / "provenance.csv").write_text('key,value\nseeds,"3 (0, 1, 2)"\n')
+    text = results_page.build(results, tmp_path / "out", seeds=10).read_text()
+    assert text.startswith("# Table 1 and Figure 3 at 10 seeds: the report")
+    assert "## table1:" in text and "## figure3:" not in text and "## table1_v4:" not in text
+    assert "Not in this page yet: figure3, whose report is not at 10 seeds" in text
+    assert "- Highest mean: clip_0.1 (95% studentized bootstrap interval of its score 0.80 to 0.90)" in text
+    assert (tmp_path / "out" / "table1_curves_steps.png").is_file()
+    assert results_page.report_seeds(results / "table1_v4" / "paper" / "report") is None  # no report there
+    # without --seeds the same reports make the 3-seed page, every study in it
+    three = results_page.build(results, tmp_path / "three").read_text()
+    assert three.startswith("# The paper at its own scale: results") and "## figure3:" in three
