@@ -173,7 +173,7 @@ def collapsed(title: str, notes: list[str], rest: list[str]) -> list[str]:
 
 def study_section(study, report_dir: Path, out_dir: Path) -> list[str]:
     built = provenance(report_dir)
-    lines = [f"## {study.name}: {study.label}", ""]
+    lines = [f"## {study.name}: {built.get('scale_label') or study.label}", ""]  # the report's (its seeds said)
     if built:
         lines += [f"Runs: {built.get('runs_status', '?')}; report built at commit {built.get('git_commit', '?')[:12]} "
                   f"on {built.get('written_utc', '?')} UTC.", ""]

@@ -212,7 +212,7 @@ def run_report(args: argparse.Namespace) -> dict[str, Path]:
     write_table(
         sb3_difference(scores, sb3, args.variant, args.n_resamples, seed=args.seed), out / "sb3_comparison.csv",
         out / "sb3_comparison.md", [*notes, "SB3: benchmarks/mujoco_sb3_reference.py, the paper's settings on the "
-                                    "same v5 tasks and budget; the interval resamples both sides' seeds"],
+                                    "same v5 tasks and budget; the interval is Welch's over both sides' seeds"],
         f"{args.variant} beside Stable-Baselines3 PPO: ours − SB3, last-100 training episodes", 1,
     )
     written["sb3_comparison"] = out / "sb3_comparison.csv"
