@@ -133,8 +133,8 @@ def noise_note(table: str, method: str = T_METHOD) -> str:
         return ""
     best, within, below = clearly_below(rows)
     if "vs_best" in rows:
-        return (f"\n\nHighest mean: {best}. Not distinguishable from it ({METHOD_WORDS[method]} of the difference from it "
-                f"crosses 0, or the difference is under {TIE_MARGIN}; analysis.table1.BEST_RULE): "
+        return (f"\n\nHighest mean: {best}. Not distinguishable from it ({METHOD_WORDS[method]} of the difference "
+                f"from it crosses 0, or the difference is under {TIE_MARGIN}; analysis.table1.BEST_RULE): "
                 f"{', '.join(within) or 'none'}." + (f" Below it: {', '.join(below)}." if below else
                                                       " No setting is below it."))
     return (f"\n\nHighest mean: {best}. Within noise of it (95% intervals overlap, or less than {TIE_MARGIN} apart): "
