@@ -455,9 +455,11 @@ def hours_left(study, runs, index: pd.DataFrame, sources: list[Path], group_size
     """One line: the job-hours ``runs`` (unfinished runs of ``study``) still need, each the share of its budget not yet
     trained (from a group checkpoint in a source grid, ppo.pipeline.carry) times the median job-hours per run of the
     published runs of its task and variant that trained in groups of the size it will (``runs`` packed in groups of
-    ``group_size``, Study.groups), else of its task and variant, else of its variant (a group's wall clock over its
-    runs: a larger group costs less per run, 3.4 against 6.8 minutes for Hopper in groups of 11 and 3). A variant with
-    none published is named, not estimated. A projection from this study's own records, not a measurement."""
+    ``group_size``, Study.groups), else of its task and variant's groups of another size scaled by the variant's ratio
+    between the two sizes where another task has both, else of its task and variant, else of its variant (a group's
+    wall clock over its runs: a larger group costs less per run, 3.4 against 6.8 minutes for Hopper in groups of 11 and
+    3). A variant with none published is named, not estimated. A projection from this study's own records, not a
+    measurement."""
     trained: dict[str, float] = {}
     for source in sources:
         for relative, path in carry.checkpoints(source / "results", [study.name]).items():
@@ -471,6 +473,18 @@ def hours_left(study, runs, index: pd.DataFrame, sources: list[Path], group_size
     per_run = mine.groupby("variant")["hours"].median().to_dict()
     per_task_run = mine.groupby(["task", "variant"])["hours"].median().to_dict()  # tasks differ (HalfCheetah, Pong)
     per_sized_run = mine.groupby(["task", "variant", "size"])["hours"].median().to_dict()
+
+    def scaled(task: str, variant: str, size: int) -> float | None:
+        """A task without a published group of ``size``: its groups of another size, times the variant's own ratio
+        between the two sizes (the median over the tasks that have both), so a variant's first group of 7 tells the
+        rest how much cheaper per run they are than its groups of 3 were; None without such a pair."""
+        for other in sorted({z for t, v, z in per_sized_run if (t, v) == (task, variant) and z != size}):
+            ratios = [per_sized_run[(t, v, size)] / hours for (t, v, z), hours in per_sized_run.items()
+                      if v == variant and z == other and (t, v, size) in per_sized_run and hours > 0]
+            if ratios:
+                return per_sized_run[(task, variant, other)] * float(np.median(ratios))
+        return None
+
     size_of = ({run.run_id: len(group.runs) for group in study.groups(group_size, runs) for run in group.runs}
                if isinstance(study, Study) else {})  # an RLHF study trains a run per job
     hours, unknown, started = 0.0, set(), []
@@ -478,8 +492,10 @@ def hours_left(study, runs, index: pd.DataFrame, sources: list[Path], group_size
         share = trained.get(run.run_id, 0.0)
         if share > 0:
             started.append(f"{run.run_id} {share:.0%}")
-        rate = per_sized_run.get((run.task, run.variant.name, size_of.get(run.run_id, 1)),
-                                 per_task_run.get((run.task, run.variant.name), per_run.get(run.variant.name)))
+        key = (run.task, run.variant.name, size_of.get(run.run_id, 1))
+        rate = per_sized_run.get(key)
+        rate = scaled(*key) if rate is None else rate
+        rate = per_task_run.get(key[:2], per_run.get(run.variant.name)) if rate is None else rate
         if rate is None:
             unknown.add(run.variant.name)
         else:
@@ -491,7 +507,8 @@ def hours_left(study, runs, index: pd.DataFrame, sources: list[Path], group_size
     if estimated:
         line += (f", about {hours:.1f} job-hours{'' if estimated == len(runs) else f' for {estimated} of them'} at the "
                  f"median per run of the published runs of the same task and variant, from groups of the same size where "
-                 f"published (of each variant: {rates})")
+                 f"published, else scaled by the variant's ratio between group sizes on another task (of each "
+                 f"variant: {rates})")
     if unknown:
         line += f"; not estimated (no published run of {', '.join(sorted(unknown))})"
     if started:

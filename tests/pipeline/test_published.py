@@ -338,7 +338,8 @@ def test_status_counts_the_atari_grid_s_runs_only(tmp_path):
 def test_hours_left_by_hand(tmp_path):
     """The status's projection: each unfinished run's untrained share times the median hours per run (a group's wall
     clock over its runs) of its task and variant's published runs from groups of the size it will train in, else of
-    its task and variant's, else of its variant's; a variant none of whose runs is published is named instead."""
+    its groups of another size times the variant's ratio between the two sizes on a task that has both, else of its
+    task and variant's, else of its variant's; a variant none of whose runs is published is named instead."""
     import torch
 
     from ppo.pipeline.publish import INDEX_COLUMNS, hours_left
@@ -362,8 +363,8 @@ def test_hours_left_by_hand(tmp_path):
 
     def projection(hours, variant_hours):
         return (f"atari: 4 runs left, about {hours} job-hours for 3 of them at the median per run of the published runs "
-                "of the same task and variant, from groups of the same size where published (of each variant: "
-                f"atari_a2c {variant_hours} h); not estimated (no published run of atari_ppo); trained so far: "
+                "of the same task and variant, from groups of the same size where published, else scaled by the variant's "
+                f"ratio between group sizes on another task (of each variant: atari_a2c {variant_hours} h); not estimated (no published run of atari_ppo); trained so far: "
                 "ALE/Pong-v5/atari_a2c/seed2 50%")
 
     # Pong A2C seeds 1 and 2 train as a group of 2: 5 h each, seed 2 half trained: 7.5 h; Breakout A2C, no run of its
@@ -374,6 +375,12 @@ def test_hours_left_by_hand(tmp_path):
     # no group of 2 published: Pong A2C's median over all sizes, of 4 and 2 h: 3 + 1.5; Breakout: median of 4, 2, 7
     no_pair = index[index["group"] != "a; b"]
     assert hours_left(study, left, no_pair, [tmp_path / "grid"]) == projection("8.5", "4.0")
+    # BeamRider has a group of 2 (8 h: 4 h a run) beside its group of 1 (7 h): A2C's groups of 2 cost 4/7 of a run alone
+    # there, so Pong's, with no group of 2 of its own, cost 4 h (its group of 1) x 4/7 = 2.2857 h: 2.2857 + 1.1429;
+    # Breakout: the variant's median of 4, 2, 7 and 4 h: 4.0
+    beam_pair = pd.concat([no_pair, pd.DataFrame([{"study": "atari", "task": "ALE/BeamRider-v5", "variant": "atari_a2c",
+                                                   "wall_seconds": 8 * 3600, "group": "g; h"}], columns=INDEX_COLUMNS)])
+    assert hours_left(study, left, beam_pair, [tmp_path / "grid"]) == projection("7.4", "4.0")
     assert hours_left(study, left, index.iloc[:0], []) == "atari: 4 runs left; not estimated (no published run of " \
         "atari_a2c, atari_ppo)"
 
