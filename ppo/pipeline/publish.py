@@ -479,8 +479,8 @@ def hours_left(study, runs, index: pd.DataFrame, sources: list[Path], group_size
         between the two sizes (the median over the tasks that have both), so a variant's first group of 7 tells the
         rest how much cheaper per run they are than its groups of 3 were; None without such a pair."""
         for other in sorted({z for t, v, z in per_sized_run if (t, v) == (task, variant) and z != size}):
-            ratios = [per_sized_run[(t, v, size)] / hours for (t, v, z), hours in per_sized_run.items()
-                      if v == variant and z == other and (t, v, size) in per_sized_run and hours > 0]
+            ratios = [per_sized_run[(t, v, size)] / base for (t, v, z), base in per_sized_run.items()
+                      if v == variant and z == other and (t, v, size) in per_sized_run and base > 0]
             if ratios:
                 return per_sized_run[(task, variant, other)] * float(np.median(ratios))
         return None
