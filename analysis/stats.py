@@ -289,6 +289,9 @@ INTERVAL_METHODS = {
                         "task, as rliable resamples them, each resample standardised by its own standard error: "
                         "bootstrap-t)",
 }
+# Each method's interval as a report names it: of one setting's score, and of the difference of two settings.
+SCORE_INTERVAL_WORDS = {T_METHOD: "95% t interval", BOOTSTRAP_T_METHOD: "95% studentized bootstrap interval"}
+DIFFERENCE_INTERVAL_WORDS = {T_METHOD: "Welch's 95% interval", BOOTSTRAP_T_METHOD: "95% studentized bootstrap interval"}
 # From how many seeds per (setting, task) cell the bootstrap replaces the t interval. Simulated coverage of a nominal
 # 95% interval of Table 1's mean over its 7 tasks, at the per-task means and spreads of clipping 0.1, no clipping and
 # fixed KL 0.3 over the published seeds 0-2 (scripts/interval_coverage.py --draws 500, 2026-11-27: ±0.01; seeds drawn

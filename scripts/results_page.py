@@ -28,6 +28,7 @@ import sys
 from pathlib import Path
 
 from analysis.report_tables import NOTES_HEADING
+from analysis.stats import DIFFERENCE_INTERVAL_WORDS, SCORE_INTERVAL_WORDS, T_METHOD
 from analysis.table1 import p_text
 from ppo.pipeline.publish import STUDIES
 from ppo.pipeline.study import load_study
@@ -80,14 +81,10 @@ def _versus_best(checks: dict) -> str:
     if checks.get("anchor_minus_best") is None:  # written before Welch's comparison: the old interval rule
         return ("within" if checks["anchor_within_best_ci"] else "below") + " that interval"
     point, low, high = checks["anchor_minus_best"]
-    method = ("95% studentized bootstrap interval" if checks.get("interval_method") == "bootstrap-t"
-              else "Welch's 95% interval")
+    method = DIFFERENCE_INTERVAL_WORDS[checks.get("interval_method", T_METHOD)]
     holm = ("" if "anchor_below" not in checks else f"; below {', '.join(checks['anchor_below']) or 'none'} of the "
             f"{len(checks['anchor_p'])} others by Holm's test against each")
     return f"{point:+.2f} against it ({method} {low:+.2f} to {high:+.2f}{holm}: {checks['anchor_vs_best']})"
-
-
-INTERVAL_WORDS = {"t": "95% t", "bootstrap-t": "95% studentized bootstrap"}  # rank_agreement.json's interval_method
 
 
 def _best_count(checks: dict) -> str:
@@ -114,8 +111,8 @@ def rank_agreement_lines(path: Path) -> list[str]:
             "resamples (their 2.5th to 97.5th percentiles: not a 95% interval, as ρ from few seeds is biased low).",
             f"- No clipping or penalty ranks {checks['no_clip_rank']} of {data['n']}"
             f" (last in {checks['no_clip_last_fraction']:.0%} of the resamples).",
-            f"- Highest mean: {checks['best_variant']} ({INTERVAL_WORDS.get(checks.get('interval_method'), '95% t')} "
-            f"interval of its score {checks['best_ci'][0]:.2f} to "
+            f"- Highest mean: {checks['best_variant']} ({SCORE_INTERVAL_WORDS[checks.get('interval_method', T_METHOD)]} "
+            f"of its score {checks['best_ci'][0]:.2f} to "
             f"{checks['best_ci'][1]:.2f}); {checks['anchor']} scores {checks['anchor_score']:.2f}, "
             + _versus_best(checks)
             + f"; it has the highest mean in {_best_count(checks)} of the {checks['n_resamples']:,} resamples.",

@@ -36,7 +36,7 @@ from analysis.references import (REFERENCE_RULE, difference_ci, load_references,
 from analysis.scores import final_scores
 from analysis.seeds import PAPER_SEEDS, first_seeds, seed_counts, seed_span
 from analysis.seeds_needed import SEEDS_NEEDED_RULE, figure3_needed, needed_markdown, table1_needed
-from analysis.stats import BOOTSTRAP_T_METHOD, INTERVAL_METHODS, T_METHOD, interval_side, same_runs
+from analysis.stats import DIFFERENCE_INTERVAL_WORDS, INTERVAL_METHODS, T_METHOD, interval_side, same_runs
 from analysis.table1 import (AGREEMENT_LEVEL, BELOW, BEST, FAMILY_LEVEL, NO_INTERVAL, NOT_DISTINGUISHABLE,
                              RHO_PERMUTATIONS, RHO_SPREAD, TIE_MARGIN, clearly_below, load_published_table1, normalize_scores, p_text, paper_checks,
                              paper_rows, rank_agreement, table1)
@@ -133,7 +133,7 @@ def noise_note(table: str, method: str = T_METHOD) -> str:
         return ""
     best, within, below = clearly_below(rows)
     if "vs_best" in rows:
-        return (f"\n\nHighest mean: {best}. Not distinguishable from it ({METHOD_WORDS[method]} of the difference "
+        return (f"\n\nHighest mean: {best}. Not distinguishable from it ({DIFFERENCE_INTERVAL_WORDS[method]} of the difference "
                 f"from it crosses 0, or the difference is under {TIE_MARGIN}; analysis.table1.BEST_RULE): "
                 f"{', '.join(within) or 'none'}." + (f" Below it: {', '.join(below)}." if below else
                                                       " No setting is below it."))
@@ -390,7 +390,7 @@ def paper_table1(published: Path, random_scores: pd.Series | None, n_resamples: 
         ("no clipping or penalty last, as in the paper" if found["no_clip"] else
          f"no clipping or penalty ranks {checks['no_clip_rank']} of {n_settings}, the paper's last"),
         anchor_sentence(checks, label, t1.set_index("variant").loc[study.anchor, "rank_ours"],
-                        METHOD_WORDS[counts.method])]
+                        DIFFERENCE_INTERVAL_WORDS[counts.method])]
     held = sum(found.values()) + 0.5 * (anchor_side == NOT_DISTINGUISHABLE)  # not shown, not contradicted
     verdict = f"**Table 1: {_verdict(held, len(found))}**: " + "; ".join(evidence) + "."
     note = (f"The {len(scores)} published runs of Table 1 ({study.label}{more * f', here {counts.short()} per cell'}; "
@@ -411,9 +411,6 @@ def paper_table1(published: Path, random_scores: pd.Series | None, n_resamples: 
             f"{checks['n_resamples']:,} times, re-picking every task's best setting: {RHO_SPREAD}. "
             + VERDICT_RULES["table1"])
     return verdict, note, table
-
-
-METHOD_WORDS = {T_METHOD: "Welch's 95% interval", BOOTSTRAP_T_METHOD: "95% studentized bootstrap interval"}
 
 
 def anchor_sentence(checks: dict, label: pd.Series, rank: float, method_words: str) -> str:
