@@ -113,6 +113,14 @@ published_studies() {
 # and the page goes into the same commit (tests/pipeline/test_rlhf_published.py, test_atari_results.py and
 # test_seeds_results.py check the committed files against the records: a stop between two commits would leave them
 # apart)
+check_pages() {
+  # The committed results pages (docs/paper-results, docs/ten-seeds-report) read the MuJoCo studies' published runs:
+  # say which one a publish has left behind, and the command that writes it again (its test fails until then)
+  # (without .venv the publish before it failed, and said so)
+  [ "${GRID_NAME:-mujoco}" = mujoco ] && [ -x "$REPO/.venv/bin/python" ] || return 0
+  (cd "$REPO" && .venv/bin/python scripts/results_page.py --check 2>&1) || true
+}
+
 publish_and_commit() {
   # One publish at a time across the grids (flock): each copies runs into published/ and commits all of it, so the
   # Atari watch once committed RLHF runs the RLHF watch had copied but not yet committed with their page
@@ -219,6 +227,7 @@ case "${1:-status}" in
   publish)
     # more sources (an unpacked ppo.pipeline.remote archive): scripts/paper_grid.sh publish --from DIR
     publish_and_commit --studies $(published_studies) --from "$GRID" --sb3 "$GRID/results/sb3_reference" ${SEEDS:+--seeds "$SEEDS"} "${@:2}"
+    check_pages
     ;;
   watch)
     # Finished runs are committed as they come, so that none depends on this machine being kept; a
@@ -236,6 +245,7 @@ case "${1:-status}" in
       out="$(publish_and_commit --studies $(published_studies) --from "$GRID" --sb3 "$GRID/results/sb3_reference" \
              ${SEEDS:+--seeds "$SEEDS"} 2>&1)" || true
       echo "${out%%$'\n'*}"
+      check_pages
       if [ -n "${CARRY_EVERY:-}" ] && [ "$was_running" = 1 ] && (( SECONDS - last_carry >= CARRY_EVERY * 60 )); then
         # under the publishes' lock (it commits too); a carry that finds the repository busy (another git command) is
         # tried again next round

@@ -10,13 +10,17 @@ published runs (results/<study>/paper/report/ and results/front_page.md), never 
     ./repro --config 'studies=[table1,figure3]' scale=paper seeds=10 \
         && python scripts/results_page.py --seeds 10 --out docs/ten-seeds-report
 
+    python scripts/results_page.py --check    # which committed page a later publish left behind (exit 1)
+
 Each study of ppo.pipeline.publish.STUDIES contributes the outputs its report type lists in PAGE (tables as the report
 wrote them, each "difference from the paper" note once per study; figures copied beside the page). The long reference
 tables (COLLAPSED) are folded under a <details> line a reader opens; figures that compare settings are left out
 of a study of one setting, and the SB3 figure of a study without SB3 runs. The figures are drawn for the page's
 980 px (analysis/style.py). A study without a report yet (its runs not all published, so ``./repro paper`` was run
 on the others) is listed as pending; a report missing one of its outputs is an error naming the file, and no page is
-written.
+written. The page says which published runs it was built from (each study's count in words, their records' digest in a
+comment: ppo.pipeline.publish.records_read), so that ``--check`` tells a page a later publish has left behind
+(tests/workflow/test_results_page.py holds the committed pages to it).
 """
 from __future__ import annotations
 
@@ -30,7 +34,7 @@ from pathlib import Path
 from analysis.report_tables import NOTES_HEADING
 from analysis.stats import DIFFERENCE_INTERVAL_WORDS, SCORE_INTERVAL_WORDS, T_METHOD
 from analysis.table1 import p_text
-from ppo.pipeline.publish import STUDIES
+from ppo.pipeline.publish import STUDIES, records_read
 from ppo.pipeline.study import load_study
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,6 +54,13 @@ SETTINGS_FIGURES = ("aggregate_intervals.png", "performance_profile.png", "diagn
 # The sections of the report's first page (front_page.py) that the page opens with.
 FRONT_SECTIONS = ("table1: Clipping, ε = 0.2 beside the references", "The checks of Table 1, beside it")
 SEEDS_STUDIES = ("table1", "figure3")  # the ten-seed grid's (issue 31): the page at more seeds than the paper's
+# The committed pages (the paper's protocol, and ten seeds) and the command that writes each again: --check says
+# which of them a later publish left behind
+PAGES = {"docs/paper-results/README.md": "./repro paper && python scripts/results_page.py",
+         "docs/ten-seeds-report/README.md": ("in a clone, ./repro --config 'studies=[table1,figure3]' scale=paper "
+                                             "seeds=10; then python scripts/results_page.py --results CLONE/results "
+                                             "--seeds 10 --out docs/ten-seeds-report")}
+READ_MARK = "<!-- published runs read: "
 
 
 def split_markdown(text: str) -> tuple[str, list[str], list[str]]:
@@ -207,9 +218,37 @@ def report_seeds(report_dir: Path) -> int | None:
     return int(seeds) if seeds.isdigit() else None
 
 
-def build(results: Path, out_dir: Path, seeds: int | None = None) -> Path:
+def read_line(published: Path) -> list[str]:
+    """What the page was built from: each study's runs as ``published``/INDEX.csv lists them, in words and, for
+    :func:`check`, with their digest (ppo.pipeline.publish.records_read) in a comment the page does not show."""
+    read = records_read(STUDIES, published)
+    words = ", ".join(f"{name} {n:,}" for name, (n, _) in read.items())
+    marks = "; ".join(f"{name} {n} {digest}" for name, (n, digest) in read.items())
+    return [f"Built from the runs published/INDEX.csv lists: {words} (`python scripts/results_page.py --check` says "
+            "whether published/ still holds these records).", f"{READ_MARK}{marks} -->", ""]
+
+
+def check(page: Path, published: Path) -> str | None:
+    """None when ``page`` was built from the records ``published`` holds now, else what changed since, in words."""
+    mark = next((line for line in page.read_text(encoding="utf-8").splitlines() if line.startswith(READ_MARK)), None)
+    if mark is None:
+        return "it does not say which published runs it was built from"
+    then = {name: (int(n), digest) for name, n, digest in
+            (entry.split() for entry in mark[len(READ_MARK):].removesuffix("-->").split(";") if entry.strip())}
+    now = records_read(STUDIES, published)
+    changed = [f"{name} {then[name][0] if name in then else 0} → {n} runs" if then.get(name, (0,))[0] != n
+               else f"{name}'s records" for name, (n, digest) in now.items() if then.get(name) != (n, digest)]
+    return f"published/ has changed since it was built: {', '.join(changed)}" if changed else None
+
+
+def build(results: Path, out_dir: Path, seeds: int | None = None, published: Path | None = None) -> Path:
     """The page of the reports under ``results``: the paper's protocol (every study of STUDIES), or with ``seeds``
-    the studies of SEEDS_STUDIES whose report was built at that many seeds per cell (issue 31's grid)."""
+    the studies of SEEDS_STUDIES whose report was built at that many seeds per cell (issue 31's grid). ``published``
+    (default: beside ``results``, the published/ its pipeline copied) is the folder whose runs the page records as read."""
+    published = results.resolve().parent / "published" if published is None else published
+    if not (published / "INDEX.csv").is_file():
+        raise FileNotFoundError(f"{published / 'INDEX.csv'}: no index of the published runs the reports read "
+                                "(--published names the folder)")
     out_dir.mkdir(parents=True, exist_ok=True)
     if seeds is None:
         lines = ["# The paper at its own scale: results", "",
@@ -228,7 +267,7 @@ def build(results: Path, out_dir: Path, seeds: int | None = None) -> Path:
                  f"{seeds} seeds per setting and task, scores the mean return of each run's last 100 training episodes, "
                  "intervals by the method each table's notes name. The paper's 3 seeds alone: "
                  "[paper-results](../paper-results/README.md). Nothing here is typed by hand.", ""]
-    lines += ["## At a glance", *front_sections(results / "front_page.md"), ""]
+    lines += [*read_line(published), "## At a glance", *front_sections(results / "front_page.md"), ""]
     pending = []
     for name in STUDIES if seeds is None else SEEDS_STUDIES:
         study = load_study(name, SCALE)
@@ -255,9 +294,18 @@ def main(argv=None) -> int:
     parser.add_argument("--results", type=Path, default=ROOT / "results")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "paper-results")
     parser.add_argument("--seeds", type=int, help="the page of Table 1 and Figure 3 at this many seeds (issue 31)")
+    parser.add_argument("--published", type=Path, help="the published/ the reports read (default: beside --results)")
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing: say which committed page (PAGES) was built from other records than "
+                             "published/ holds now, and exit 1 if any")
     args = parser.parse_args(argv)
+    if args.check:
+        stale = [(page, why) for page in PAGES if (why := check(ROOT / page, args.published or ROOT / "published"))]
+        for page, why in stale:
+            print(f"results_page: {page}: {why}; write it again: {PAGES[page]}", file=sys.stderr)
+        return 1 if stale else 0
     try:
-        print(f"wrote {build(args.results, args.out, args.seeds)}")
+        print(f"wrote {build(args.results, args.out, args.seeds, args.published)}")
     except (OSError, ValueError, KeyError) as err:
         print(f"results_page: error: {' '.join(str(err).split())}", file=sys.stderr)
         return 1

@@ -27,6 +27,7 @@ of measuring them again (workflow/rules/train.smk, copy_random), a few seconds o
 from __future__ import annotations
 
 import argparse
+import hashlib
 import io
 import json
 import shutil
@@ -357,6 +358,19 @@ def current_index(studies, published: Path = PUBLISHED) -> pd.DataFrame:
         index = index.sort_values(["study", "task", "variant", "seed"], kind="stable",
                                   key=lambda c: c.map(order) if c.name == "study" else c).reset_index(drop=True)
     return index
+
+
+def records_read(studies, published: Path = PUBLISHED) -> dict[str, tuple[int, str]]:
+    """Per study, how many runs INDEX.csv lists and a digest of their records (task, variant, seed and the hashes of
+    episodes and updates it keeps): what a page built from published/ was built from (scripts/results_page.py), so
+    that a page left behind by a later publish can be told from a current one."""
+    index = pd.read_csv(published / "INDEX.csv", dtype=str, keep_default_na=False)
+    read = {}
+    for study in studies:
+        rows = index.loc[index["study"] == study, ["task", "variant", "seed", "sha256_episodes", "sha256_updates"]]
+        text = "\n".join(sorted(",".join(row) for row in rows.itertuples(index=False)))
+        read[study] = (len(rows), hashlib.sha256(text.encode()).hexdigest()[:12])
+    return read
 
 
 def reindex(published: Path = PUBLISHED) -> pd.DataFrame:

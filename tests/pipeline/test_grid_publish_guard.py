@@ -114,6 +114,7 @@ case "$*" in
   *seeds_results.py*) echo "half-written block" >> README.md
                       if [ "$PAGE_SCRIPT" = fails ]; then exit 1; fi
                       echo page > docs/seeds-results.md ;;
+  *results_page.py\ --check*) echo "results_page: docs/paper-results/README.md: left behind" >&2; exit 1 ;;
   *) exit 2 ;;
 esac
 """
@@ -139,6 +140,8 @@ def test_a_page_that_cannot_be_written_never_holds_back_the_runs(tmp_path, page_
     committed = git(repo, "show", "--name-only", "--format=", "HEAD").split()
     assert "published/table1/new_run" in committed
     assert git(repo, "status", "--porcelain", "--", "published", "README.md", "docs/seeds-results.md") == ""
+    # then which committed results page the publish left behind (scripts/results_page.py --check), never an error
+    assert done.stdout.rstrip().endswith("results_page: docs/paper-results/README.md: left behind")
     message = git(repo, "log", "-1", "--format=%s")
     if page_script == "writes":
         assert "README.md" in committed and "docs/seeds-results.md" in committed

@@ -23,7 +23,20 @@ def table(title, notes, value):
             + f"\n| variant | score |\n|---|---:|\n| clip_0.2 | {value} |\n")
 
 
+INDEX_HEADER = "study,task,variant,seed,status,sha256_episodes,sha256_updates\n"
+
+
+def fake_published(folder: Path, rows: str = "table1,Hopper-v5,clip_0.2,0,finished,e0,u0\n"
+                                              "table1,Hopper-v5,clip_0.2,1,finished,e1,u1\n"
+                                              "figure3,Hopper-v5,a2c,0,finished,e2,u2\n") -> Path:
+    """published/INDEX.csv with the columns the page's record of what it read takes (the rest do not count)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "INDEX.csv").write_text(INDEX_HEADER + rows)
+    return folder
+
+
 def fake_results(root: Path, skip: str = "", studies=results_page.STUDIES) -> Path:
+    fake_published(root.parent / "published")  # what the pipeline copied the runs from, beside results/
     for name in studies:
         study = results_page.load_study(name, "paper")
         report = root / name / "paper" / "report"
@@ -137,3 +150,40 @@ def test_the_ten_seed_page_holds_the_studies_reported_at_ten_seeds(tmp_path):
     # without --seeds the same reports make the 3-seed page, every study in it
     three = results_page.build(results, tmp_path / "three").read_text()
     assert three.startswith("# The paper at its own scale: results") and "## figure3:" in three
+
+
+def test_the_page_records_the_published_runs_it_read_and_check_says_when_they_changed(tmp_path):
+    results = fake_results(tmp_path / "results")
+    published = tmp_path / "published"
+    page = results_page.build(results, tmp_path / "out")
+    text = page.read_text()
+    assert ("Built from the runs published/INDEX.csv lists: table1 2, figure3 1, table1_v4 0, table1_bootstrap 0, "
+            "swimmer_details 0") in text
+    assert results_page.check(page, published) is None
+    # a later publish: a new run of a check, then records of a run changed in place (a run trained again)
+    fake_published(published, (published / "INDEX.csv").read_text().split("\n", 1)[1]
+                   + "swimmer_details,Swimmer-v5,modern,0,finished,e3,u3\n")
+    assert results_page.check(page, published) == "published/ has changed since it was built: swimmer_details 0 → 1 runs"
+    fake_published(published, "table1,Hopper-v5,clip_0.2,0,finished,e0,u0\ntable1,Hopper-v5,clip_0.2,1,finished,e9,u1\n"
+                               "figure3,Hopper-v5,a2c,0,finished,e2,u2\n")
+    assert results_page.check(page, published) == "published/ has changed since it was built: table1's records"
+    # the rows' order in INDEX.csv is not what the page read
+    fake_published(published, "figure3,Hopper-v5,a2c,0,finished,e2,u2\ntable1,Hopper-v5,clip_0.2,1,finished,e1,u1\n"
+                               "table1,Hopper-v5,clip_0.2,0,finished,e0,u0\n")
+    assert results_page.check(page, published) is None
+    page.write_text("# A page of before the record\n")
+    assert results_page.check(page, published) == "it does not say which published runs it was built from"
+
+
+def test_a_page_is_not_built_without_the_index_of_what_its_reports_read(tmp_path, capsys):
+    results = fake_results(tmp_path / "results")
+    (tmp_path / "published" / "INDEX.csv").unlink()
+    assert results_page.main(["--results", str(results), "--out", str(tmp_path / "out")]) == 1
+    assert "INDEX.csv: no index of the published runs the reports read" in capsys.readouterr().err
+    assert not (tmp_path / "out" / "README.md").exists()
+
+
+def test_the_committed_pages_were_built_from_the_runs_published_now(capsys):
+    """docs/paper-results and docs/ten-seeds-report say which published runs they read: a publish of these studies'
+    runs (a check, more seeds) leaves them behind until they are written again (PAGES names the commands)."""
+    assert results_page.main(["--check"]) == 0, capsys.readouterr().err
