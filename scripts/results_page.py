@@ -224,8 +224,9 @@ def read_line(published: Path) -> list[str]:
     read = records_read(STUDIES, published)
     words = ", ".join(f"{name} {n:,}" for name, (n, _) in read.items())
     marks = "; ".join(f"{name} {n} {digest}" for name, (n, digest) in read.items())
-    return [f"Built from the runs published/INDEX.csv lists: {words} (`python scripts/results_page.py --check` says "
-            "whether published/ still holds these records).", f"{READ_MARK}{marks} -->", ""]
+    return [f"Built while published/INDEX.csv listed {words} runs (each report below reads the seeds it names; "
+            "`python scripts/results_page.py --check` says whether published/ still holds these records).",
+            f"{READ_MARK}{marks} -->", ""]
 
 
 def check(page: Path, published: Path) -> str | None:

@@ -157,8 +157,8 @@ def test_the_page_records_the_published_runs_it_read_and_check_says_when_they_ch
     published = tmp_path / "published"
     page = results_page.build(results, tmp_path / "out")
     text = page.read_text()
-    assert ("Built from the runs published/INDEX.csv lists: table1 2, figure3 1, table1_v4 0, table1_bootstrap 0, "
-            "swimmer_details 0") in text
+    assert ("Built while published/INDEX.csv listed table1 2, figure3 1, table1_v4 0, table1_bootstrap 0, "
+            "swimmer_details 0 runs") in text
     assert results_page.check(page, published) is None
     # a later publish: a new run of a check, then records of a run changed in place (a run trained again)
     fake_published(published, (published / "INDEX.csv").read_text().split("\n", 1)[1]
