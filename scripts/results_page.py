@@ -230,15 +230,22 @@ def read_line(published: Path) -> list[str]:
 
 
 def check(page: Path, published: Path) -> str | None:
-    """None when ``page`` was built from the records ``published`` holds now, else what changed since, in words."""
+    """None when ``page`` was built from the records ``published`` holds now, else what is wrong, in words."""
+    if not page.is_file():
+        return "it does not exist"
     mark = next((line for line in page.read_text(encoding="utf-8").splitlines() if line.startswith(READ_MARK)), None)
     if mark is None:
         return "it does not say which published runs it was built from"
-    then = {name: (int(n), digest) for name, n, digest in
-            (entry.split() for entry in mark[len(READ_MARK):].removesuffix("-->").split(";") if entry.strip())}
-    now = records_read(STUDIES, published)
-    changed = [f"{name} {then[name][0] if name in then else 0} → {n} runs" if then.get(name, (0,))[0] != n
-               else f"{name}'s records" for name, (n, digest) in now.items() if then.get(name) != (n, digest)]
+    try:
+        then = {name: (int(n), digest) for name, n, digest in
+                (entry.split() for entry in mark[len(READ_MARK):].removesuffix("-->").split(";") if entry.strip())}
+    except ValueError:
+        return f"its record of the published runs it read is not 'study runs digest; ...': {mark}"
+    changed = []
+    for name, (n, digest) in records_read(STUDIES, published).items():
+        n_then, digest_then = then.get(name, (0, None))
+        if (n_then, digest_then) != (n, digest):
+            changed.append(f"{name} {n_then} → {n} runs" if n_then != n else f"{name}'s records")
     return f"published/ has changed since it was built: {', '.join(changed)}" if changed else None
 
 
@@ -301,7 +308,11 @@ def main(argv=None) -> int:
                              "published/ holds now, and exit 1 if any")
     args = parser.parse_args(argv)
     if args.check:
-        stale = [(page, why) for page in PAGES if (why := check(ROOT / page, args.published or ROOT / "published"))]
+        published = args.published or ROOT / "published"
+        if not (published / "INDEX.csv").is_file():
+            print(f"results_page: error: {published / 'INDEX.csv'}: no index of published runs", file=sys.stderr)
+            return 1
+        stale = [(page, why) for page in PAGES if (why := check(ROOT / page, published))]
         for page, why in stale:
             print(f"results_page: {page}: {why}; write it again: {PAGES[page]}", file=sys.stderr)
         return 1 if stale else 0

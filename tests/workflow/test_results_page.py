@@ -173,6 +173,10 @@ def test_the_page_records_the_published_runs_it_read_and_check_says_when_they_ch
     assert results_page.check(page, published) is None
     page.write_text("# A page of before the record\n")
     assert results_page.check(page, published) == "it does not say which published runs it was built from"
+    page.write_text("<!-- published runs read: table1 two e6e0481d5951 -->\n")  # edited by hand
+    assert results_page.check(page, published).startswith("its record of the published runs it read is not")
+    page.unlink()
+    assert results_page.check(page, published) == "it does not exist"
 
 
 def test_a_page_is_not_built_without_the_index_of_what_its_reports_read(tmp_path, capsys):
