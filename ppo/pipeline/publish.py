@@ -423,12 +423,25 @@ def status(sources: list[Path], published: Path = PUBLISHED, sb3_sources: tuple[
     own_seeds = {s.name: load_study(s.name, s.scale).seeds for s in studies} if seeds is not None else {}
     for name, runs in index.groupby("study", sort=False) if len(index) else ():
         lines.append(training_time(f"{name}'s published runs", runs))
-        more = runs[runs["seed"] >= own_seeds[name]] if name in own_seeds else runs.iloc[:0]
-        if len(more):
-            first, last = own_seeds[name], seeds - 1
-            lines.append(training_time(f"{name}'s {f'seed {first}' if first == last else f'seeds {first}–{last}'} "
-                                       "published so far", more))
+        if name in own_seeds and (line := beyond_own_seeds(name, runs, own_seeds[name], seeds - 1)):
+            lines.append(line)
     return "\n".join(lines)
+
+
+def beyond_own_seeds(name: str, runs: pd.DataFrame, first: int, last: int) -> str | None:
+    """training_time of the groups that trained seeds ``first``-``last`` of study ``name`` (INDEX.csv rows), or None
+    if none has. A group is counted whole: one that also trained seeds below ``first`` (a variant added after the
+    paper's seeds were published trains all its seeds at once) says how many of its runs those were."""
+    more = runs[runs["seed"] >= first]
+    if not len(more):
+        return None
+    groups = runs[runs["group"].isin(more["group"])]
+    below = int((groups["seed"] < first).sum())
+    seeds = f"seed {first}" if first == last else f"seeds {first}–{last}"
+    earlier = "seed 0" if first == 1 else f"seeds 0–{first - 1}"
+    what = f"{name}'s {seeds} published so far" + (
+        f" (their groups also trained {below} run{'s' * (below != 1)} of {earlier}, counted with them)" if below else "")
+    return training_time(what, groups)
 
 
 def training_time(what: str, runs: pd.DataFrame) -> str:

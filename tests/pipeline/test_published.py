@@ -428,12 +428,14 @@ def test_status_writes_no_file(tmp_path):
     assert len(publish([tmp_path / "grid"], published, studies=[study])) == 2
     index = published / "INDEX.csv"
     before, listed = index.read_bytes(), index.stat().st_mtime_ns
-    # the seeds beyond the scale's own (smoke: 1), the ten-seed grid's share, apart: here seed 1's group
+    # the seeds beyond the scale's own (smoke: 1), the ten-seed grid's share, apart: here one group trained both seeds
     rows = pd.read_csv(index)
     beyond = [line for line in status([tmp_path / "grid"], published, names=("table1",), scale="smoke",
                                       seeds=2).splitlines() if line.startswith("training time of table1's seed 1 ")]
     seed1 = rows[rows["seed"] == 1].drop_duplicates("group")
-    assert beyond == [f"training time of table1's seed 1 published so far: {seed1['wall_seconds'].sum() / 3600:.1f} "
+    assert rows["group"].nunique() == 1
+    assert beyond == [f"training time of table1's seed 1 published so far (their groups also trained 1 run of seed 0, "
+                      f"counted with them): {seed1['wall_seconds'].sum() / 3600:.1f} "
                       f"job-hours (wall clock of {len(seed1)} single-threaded groups, more than their CPU time where a "
                       f"core was shared; by processor: {seed1['processor'].iloc[0]} "
                       f"{seed1['wall_seconds'].sum() / 3600:.1f}); CPU time of the {len(seed1)} of {len(seed1)} groups "
@@ -465,3 +467,21 @@ def test_training_time_adds_the_cpu_time_of_the_groups_that_recorded_it():
         "AuthenticAMD-25-AVX512 0.2, GenuineIntel-6-AVX512 0.5)")
     older = runs.assign(cpu_seconds=None)  # INDEX.csv rows from before 2026-12-07: no CPU clause
     assert training_time("x", older).endswith("GenuineIntel-6-AVX512 1.0)")
+
+
+def test_the_ten_seed_share_counts_a_group_whole_and_says_what_else_it_trained():
+    """A variant added after the paper's seeds were published trains seeds 0-9 in one group: its wall clock cannot be
+    split by seed, so the line for seeds 3-9 counts the group whole and says it also trained 3 runs of seeds 0-2."""
+    from ppo.pipeline.publish import beyond_own_seeds
+
+    runs = pd.DataFrame({"seed": [0, 1, 2, 3, 4, 0, 1, 2], "group": ["a"] * 5 + ["b"] * 3,
+                         "wall_seconds": [3600.0] * 5 + [7200.0] * 3, "cpu_seconds": [1800.0] * 5 + [3600.0] * 3,
+                         "processor": ["AuthenticAMD-25-AVX512"] * 8})
+    assert beyond_own_seeds("x", runs, 3, 4) == (
+        "training time of x's seeds 3–4 published so far (their groups also trained 3 runs of seeds 0–2, counted with "
+        "them): 1.0 job-hours (wall clock of 1 single-threaded groups, more than their CPU time where a core was shared; "
+        "by processor: AuthenticAMD-25-AVX512 1.0); CPU time of the 1 of 1 groups that recorded it: 0.5 core-hours "
+        "against 1.0 job-hours of their wall clock (by processor: AuthenticAMD-25-AVX512 0.5)")
+    assert beyond_own_seeds("x", runs[runs["group"] == "b"], 3, 4) is None  # group b trained no seed beyond 2
+    only_new = runs[runs["seed"] >= 3]
+    assert beyond_own_seeds("x", only_new, 3, 3).startswith("training time of x's seed 3 published so far: 1.0")
